@@ -1,0 +1,1 @@
+"""Control plane: register map and host tools (the gse command line)."""

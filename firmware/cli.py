@@ -1,0 +1,191 @@
+"""``gse``: the OpenGSE command line.
+
+    gse blocks                                   list blocks and their parameters
+    gse export BLOCK [-p NAME=VALUE ...] -o DIR  Verilog + JSON manifest
+    gse bench BLOCK [--json] [--seeds 1,2,3] [--no-pnr]
+    gse run [-o DIR] [--seeds ...] [--no-pnr]    the main job: export and bench every block
+"""
+import argparse
+import json
+import sys
+
+__all__ = ["main"]
+
+
+class CLIError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # One line, no usage dump, no traceback.
+        raise CLIError(message)
+
+
+def _params(pairs):
+    out = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise CLIError(f"parameter {pair!r} is not NAME=VALUE")
+        name, value = pair.split("=", 1)
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _seeds(text):
+    try:
+        seeds = tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        raise CLIError(f"--seeds takes integers separated by commas, not {text!r}") from None
+    if not seeds:
+        raise CLIError("--seeds needs at least one seed")
+    return seeds
+
+
+def _unique_blocks():
+    from opengse.rtl.catalog import blocks
+    seen, out = set(), []
+    for spec in blocks().values():
+        if spec.name not in seen:
+            seen.add(spec.name)
+            out.append(spec)
+    return out
+
+
+def cmd_blocks(args):
+    for spec in _unique_blocks():
+        params = " ".join(f"{k}={v}" for k, v in spec.params.items())
+        print(f"{spec.name:16} {spec.module:24} {params}")
+        if spec.description:
+            print(f"{'':16} {spec.description}")
+    return 0
+
+
+def _export(spec, params, out_dir, lint):
+    from opengse.rtl.catalog import resolve_params
+    from opengse.rtl.export import write_export
+    try:
+        params = resolve_params(spec, params)
+        component = spec.build(**params)
+    except (ValueError, TypeError, AssertionError) as exc:
+        raise CLIError(f"{spec.name}: {exc}") from None
+    v_path, j_path = write_export(component, spec.module, params, out_dir,
+                                  description=spec.description,
+                                  keep_modules=spec.kept_modules(**params))
+    print(f"wrote {v_path} and {j_path}")
+    if lint:
+        from opengse.sim.lint import lint as run_lint
+        ok, out = run_lint([v_path], spec.module)
+        print(f"verilator --lint-only -Wall: {'clean' if ok else 'WARNINGS'}")
+        if not ok:
+            print(out)
+            return 1
+    return 0
+
+
+def _get(name):
+    from opengse.rtl.catalog import get_block
+    try:
+        return get_block(name)
+    except KeyError as exc:
+        raise CLIError(exc.args[0]) from None
+
+
+def cmd_export(args):
+    return _export(_get(args.block), _params(args.param), args.output, args.lint)
+
+
+def _bench(spec, seeds, pnr):
+    if spec.bench is None:
+        return None
+    return spec.bench(seeds=seeds, pnr=pnr)
+
+
+def _print_figures(name, figures):
+    print(f"== {name}")
+    for key, value in figures.items():
+        if isinstance(value, dict):
+            value = json.dumps(value)
+        print(f"  {key:28} {value}")
+
+
+def cmd_bench(args):
+    spec = _get(args.block)
+    figures = _bench(spec, _seeds(args.seeds), not args.no_pnr)
+    if figures is None:
+        raise CLIError(f"block {spec.name!r} has no benchmark")
+    if args.json:
+        print(json.dumps(figures))
+    else:
+        _print_figures(spec.name, figures)
+    return 0
+
+
+def cmd_run(args):
+    seeds = _seeds(args.seeds)
+    status = 0
+    benched = set()
+    results = {}
+    for spec in _unique_blocks():
+        status |= _export(spec, {}, args.output, lint=False)
+    for spec in _unique_blocks():
+        if spec.bench is None or spec.bench in benched:
+            continue
+        benched.add(spec.bench)
+        figures = _bench(spec, seeds, not args.no_pnr)
+        results[spec.name] = figures
+        _print_figures(spec.name, figures)
+    if args.json:
+        print(json.dumps(results))
+    return status
+
+
+def build_parser():
+    p = _Parser(prog="gse", description="OpenGSE: export, lint and benchmark the GSE switch blocks.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sp = sub.add_parser("blocks", help="list the blocks and their parameters")
+    sp.set_defaults(func=cmd_blocks)
+    sp = sub.add_parser("export", help="write BLOCK as Verilog plus a JSON manifest")
+    sp.add_argument("block")
+    sp.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
+                    help="set a parameter (repeatable)")
+    sp.add_argument("-o", "--output", required=True, metavar="DIR")
+    sp.add_argument("--lint", action="store_true",
+                    help="also run verilator --lint-only -Wall (needs the test extras)")
+    sp.set_defaults(func=cmd_export)
+    sp = sub.add_parser("bench", help="benchmark BLOCK: throughput in simulation, Fmax and "
+                                      "resources on ECP5")
+    sp.add_argument("block")
+    sp.add_argument("--json", action="store_true", help="print one JSON object")
+    sp.add_argument("--seeds", default="1,2,3", help="nextpnr seeds (median Fmax)")
+    sp.add_argument("--no-pnr", action="store_true", help="skip synthesis and place-and-route")
+    sp.set_defaults(func=cmd_bench)
+    sp = sub.add_parser("run", help="the main job: export every block and benchmark each")
+    sp.add_argument("-o", "--output", default="build/export", metavar="DIR")
+    sp.add_argument("--seeds", default="1,2,3")
+    sp.add_argument("--no-pnr", action="store_true")
+    sp.add_argument("--json", action="store_true", help="also print all figures as JSON")
+    sp.set_defaults(func=cmd_run)
+    return p
+
+
+def main(argv=None):
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        return args.func(args)
+    except CLIError as exc:
+        print(f"gse: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except (RuntimeError, OSError) as exc:
+        print(f"gse: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

