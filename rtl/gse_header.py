@@ -14,7 +14,7 @@ __all__ = [
     "GSE_ETHERTYPE", "GSE_VERSION", "GSE_HEADER_BYTES", "ETH_HEADER_BYTES",
     "TAGGED_HEADER_BYTES", "CREDIT_UNIT_BYTES", "CONTAINER_BYTES", "CONTROL_FRAME_BYTES",
     "GSEType", "GSEFlags", "GSE_FIELDS", "GSEHeaderLayout", "gse_header_layout",
-    "pack_header", "unpack_header",
+    "pack_header", "unpack_header", "field_bits", "reserved_bits", "FIELD_NAMES",
 ]
 
 GSE_ETHERTYPE = 0x88B5        # IEEE local experimental EtherType 1; a build parameter
@@ -58,6 +58,21 @@ GSE_FIELDS = (
 )
 
 FIELD_NAMES = tuple(f[0] for f in GSE_FIELDS)
+
+
+def field_bits(name):
+    """Positions ``(header byte, bit in byte)`` of field ``name``, LSB first."""
+    for fname, off, n, lsb, width in GSE_FIELDS:
+        if fname == name:
+            return [(off + n - 1 - (lsb + k) // 8, (lsb + k) % 8) for k in range(width)]
+    raise KeyError(name)
+
+
+def reserved_bits():
+    """Positions ``(header byte, bit in byte)`` that no field covers (zero on send)."""
+    covered = {pos for name in FIELD_NAMES for pos in field_bits(name)}
+    return [(byte, bit) for byte in range(GSE_HEADER_BYTES) for bit in range(8)
+            if (byte, bit) not in covered]
 
 
 def gse_header_layout(omit=()):

@@ -1,14 +1,15 @@
 """GSEParser: check and parse the GSE header of frames from a fabric port."""
 from amaranth import *
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .catalog import BlockSpec
 from .frame_realigner import FrameRealigner
 from .frame_window import FrameWindow
+from .register_fifo import register_fifo
 from .gse_header import (ETH_HEADER_BYTES, GSE_ETHERTYPE, GSE_FIELDS, GSE_HEADER_BYTES,
-                         GSE_VERSION, GSEType, TAGGED_HEADER_BYTES, unpack_header)
+                         GSE_VERSION, GSEType, TAGGED_HEADER_BYTES, reserved_bits,
+                         unpack_header)
 from .stream import AXIStreamSignature, check_data_width
 
 __all__ = ["GSEParser", "ParsedHeaderLayout"]
@@ -25,6 +26,14 @@ ParsedHeaderLayout = data.StructLayout({
 })
 
 MAC_BYTES = 12
+
+
+class Reason(enum.Enum, shape=3):
+    PASS = 0
+    RUNT = 1
+    VER = 2
+    TYPE = 3
+    TTL = 4
 
 
 class GSEParser(wiring.Component):
@@ -84,48 +93,68 @@ class GSEParser(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        # The verdict carries the parsed header and the drop reason with the frame.
+        info = data.StructLayout({"hdr": ParsedHeaderLayout, "reason": Reason})
         m.submodules.window = window = FrameWindow(
             self.data_width, TAGGED_HEADER_BYTES,
-            present_at=[ETH_HEADER_BYTES - 1, TAGGED_HEADER_BYTES - 1])
-        m.submodules.hdr_fifo = hdr_fifo = SyncFIFOBuffered(
-            width=ParsedHeaderLayout.size, depth=2)
+            present_at=[ETH_HEADER_BYTES - 1, TAGGED_HEADER_BYTES - 1], info_width=info.size,
+            ignore_bits=[8 * (ETH_HEADER_BYTES + byte) + bit for byte, bit in reserved_bits()])
         wiring.connect(m, wiring.flipped(self.s_axis), window.s_axis)
 
-        head = [window.head_bytes.word_select(k, 8) for k in range(TAGGED_HEADER_BYTES)]
-        fields = unpack_header(head[ETH_HEADER_BYTES:])
-        eth_type = Cat(head[13], head[12])
-        has_eth = window.head_present[0]
-        has_gse_hdr = window.head_present[1]
+        # Judge the captured bytes (registers): a whole cycle for the checks.
+        cap_bytes = window.cap_bytes()
+        cap = [cap_bytes.word_select(k, 8) for k in range(TAGGED_HEADER_BYTES)]
+        fields = unpack_header(cap[ETH_HEADER_BYTES:])
+        eth_type = Cat(cap[13], cap[12])
+        has_eth = window.cap_present[0]
         is_gse = has_eth & (eth_type == self.ethertype)
-
-        runt = ~has_eth | (is_gse & ~has_gse_hdr)
-        bad_ver = is_gse & (fields["ver"] != GSE_VERSION)
-        bad_type = is_gse & (fields["type"] > max(t.value for t in GSEType))
-        ttl_zero = is_gse & (fields["ttl"] == 0)
-        drop = runt | bad_ver | bad_type | ttl_zero
-
-        parsed = Signal(ParsedHeaderLayout)
+        judged = Signal(info)
         for name, _o, _n, _l, _w in GSE_FIELDS:
-            m.d.comb += parsed[name].eq(Mux(is_gse, fields[name], 0))
+            m.d.comb += judged.hdr[name].eq(Mux(is_gse, fields[name], 0))
         m.d.comb += [
-            parsed.gse.eq(is_gse),
-            parsed.eth_dst.eq(Cat(*reversed(head[0:6]))),
-            parsed.eth_src.eq(Cat(*reversed(head[6:12]))),
-            parsed.eth_type.eq(eth_type),
-            window.verdict_ok.eq(drop | hdr_fifo.w_rdy),
-            window.verdict_drop.eq(drop),
-            hdr_fifo.w_en.eq(window.taken & ~drop),
-            hdr_fifo.w_data.eq(parsed),
-            self.m_hdr.valid.eq(hdr_fifo.r_rdy),
-            self.m_hdr.payload.eq(hdr_fifo.r_data),
-            hdr_fifo.r_en.eq(self.m_hdr.ready),
+            judged.hdr.gse.eq(is_gse),
+            judged.hdr.eth_dst.eq(Cat(*reversed(cap[0:6]))),
+            judged.hdr.eth_src.eq(Cat(*reversed(cap[6:12]))),
+            judged.hdr.eth_type.eq(eth_type),
+        ]
+        with m.If(~has_eth | (is_gse & ~window.cap_present[1])):
+            m.d.comb += judged.reason.eq(Reason.RUNT)
+        with m.Elif(is_gse & (fields["ver"] != GSE_VERSION)):
+            m.d.comb += judged.reason.eq(Reason.VER)
+        with m.Elif(is_gse & (fields["type"] > max(t.value for t in GSEType))):
+            m.d.comb += judged.reason.eq(Reason.TYPE)
+        with m.Elif(is_gse & (fields["ttl"] == 0)):
+            m.d.comb += judged.reason.eq(Reason.TTL)
+        with m.Else():
+            m.d.comb += judged.reason.eq(Reason.PASS)
+        m.d.comb += [
+            window.judge_info.eq(judged),
+            window.judge_drop.eq(judged.reason != Reason.PASS),
+        ]
+
+        verdict = Signal(info)
+        m.d.comb += verdict.eq(window.head_info)
+        hdr = verdict.hdr
+        drop = window.head_drop
+
+        # Headers wait in two registers; "room" is a register, not a function of ready.
+        hdr_push = Signal()
+        hdr_pop = Signal()
+        hdrs, hdr_valids = register_fifo(m, "hdr", 2, ParsedHeaderLayout, hdr_push, hdr, hdr_pop)
+        m.d.comb += [
+            window.verdict_ok.eq(drop | ~hdr_valids[1]),
+            hdr_push.eq(window.taken & ~drop),
+            self.m_hdr.valid.eq(hdr_valids[0]),
+            self.m_hdr.payload.eq(hdrs[0]),
+            hdr_pop.eq(self.m_hdr.valid & self.m_hdr.ready),
         ]
 
         # End-of-frame check of DATA `len`, with the first beat possibly the last.
         check_r = Signal()
         expect_r = Signal(16)
-        check_now = is_gse & (fields["type"] == GSEType.DATA)
-        expect_now = fields["len"] + GSE_HEADER_BYTES
+        check_now = hdr.gse & (hdr.type == GSEType.DATA)
+        expect_now = Signal(16)
+        m.d.comb += expect_now.eq(hdr.len + GSE_HEADER_BYTES)
         with m.If(window.taken):
             m.d.sync += [check_r.eq(check_now), expect_r.eq(expect_now)]
         first = window.head_valid
@@ -133,19 +162,20 @@ class GSEParser(wiring.Component):
         expect = Mux(first, expect_now, expect_r)
         len_error = Signal()
         m.d.comb += [
-            len_error.eq(check & (window.frame_len != expect[:16])),
+            len_error.eq(check & (window.frame_len != expect)),
             window.last_error.eq(len_error),
         ]
 
         if self.strip:
             m.submodules.realigner = realigner = FrameRealigner(
                 self.data_width, TAGGED_HEADER_BYTES - 2, MAC_BYTES, min_frame=TAGGED_HEADER_BYTES)
+            macs = Cat(hdr.eth_src, hdr.eth_dst)      # big-endian: byte 0 is the top byte
             m.d.comb += [
                 realigner.s_axis.valid.eq(window.m_axis.valid),
                 realigner.s_axis.payload.eq(window.m_axis.payload),
                 window.m_axis.ready.eq(realigner.s_axis.ready),
-                realigner.s_head.eq(Cat(*head[:MAC_BYTES])),
-                realigner.s_bypass.eq(~is_gse),
+                realigner.s_head.eq(Cat(*[macs.word_select(11 - k, 8) for k in range(MAC_BYTES)])),
+                realigner.s_bypass.eq(~hdr.gse),
             ]
             wiring.connect(m, realigner.m_axis, wiring.flipped(self.m_axis))
         else:
@@ -155,18 +185,20 @@ class GSEParser(wiring.Component):
             return counter.eq(counter + 1)
 
         with m.If(window.taken):
-            with m.If(runt):
-                m.d.sync += bump(self.stat_drop_runt)
-            with m.Elif(bad_ver):
-                m.d.sync += bump(self.stat_drop_ver)
-            with m.Elif(bad_type):
-                m.d.sync += bump(self.stat_drop_type)
-            with m.Elif(ttl_zero):
-                m.d.sync += bump(self.stat_drop_ttl)
-            with m.Elif(is_gse):
-                m.d.sync += bump(self.stat_frames)
-            with m.Else():
-                m.d.sync += bump(self.stat_other)
+            with m.Switch(verdict.reason):
+                with m.Case(Reason.RUNT):
+                    m.d.sync += bump(self.stat_drop_runt)
+                with m.Case(Reason.VER):
+                    m.d.sync += bump(self.stat_drop_ver)
+                with m.Case(Reason.TYPE):
+                    m.d.sync += bump(self.stat_drop_type)
+                with m.Case(Reason.TTL):
+                    m.d.sync += bump(self.stat_drop_ttl)
+                with m.Case(Reason.PASS):
+                    with m.If(hdr.gse):
+                        m.d.sync += bump(self.stat_frames)
+                    with m.Else():
+                        m.d.sync += bump(self.stat_other)
         last_out = window.m_axis.valid & window.m_axis.ready & window.m_axis.payload.last
         with m.If(last_out & len_error):
             m.d.sync += bump(self.stat_err_len)

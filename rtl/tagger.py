@@ -1,12 +1,12 @@
 """GSETagger: push the GSE tag onto frames from a host port."""
 from amaranth import *
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .catalog import BlockSpec
 from .frame_realigner import FrameRealigner
 from .frame_window import FrameWindow
-from .gse_header import (ETH_HEADER_BYTES, GSE_FIELDS, GSE_ETHERTYPE, GSE_HEADER_BYTES, GSE_VERSION,
+from .gse_header import (ETH_HEADER_BYTES, field_bits, reserved_bits, GSE_ETHERTYPE, GSE_HEADER_BYTES, GSE_VERSION,
                          gse_header_layout, pack_header)
 from .stream import AXIStreamSignature, check_data_width
 
@@ -65,50 +65,52 @@ class GSETagger(wiring.Component):
 
     def _const_head_bits(self):
         # The new head's bits that never vary: the EtherType, `ver`, reserved bits.
-        const = {}
-        for b in range(16):
-            const[8 * MAC_BYTES + b] = (self.ethertype >> (8 * (1 - b // 8) + b % 8)) & 1
-        covered = set()
-        for name, off, n, lsb, width in GSE_FIELDS:
-            if name == "next_type":
-                continue
-            for k in range(width):
-                bit = lsb + k                       # bit within the big-endian span
-                byte = off + n - 1 - bit // 8       # which header byte holds it
-                pos = 8 * (MAC_BYTES + 2 + byte) + bit % 8
-                if name == "ver":
-                    const[pos] = (GSE_VERSION >> k) & 1
-                covered.add(pos)
-        for byte in range(GSE_HEADER_BYTES - 2):
-            for b in range(8):
-                pos = 8 * (MAC_BYTES + 2 + byte) + b
-                if pos not in covered:
-                    const[pos] = 0
+        base = 8 * (MAC_BYTES + 2)
+        const = {8 * MAC_BYTES + 8 * (b // 8) + b % 8: (self.ethertype >> (8 * (1 - b // 8) + b % 8)) & 1
+                 for b in range(16)}
+        for k, (byte, bit) in enumerate(field_bits("ver")):
+            const[base + 8 * byte + bit] = (GSE_VERSION >> k) & 1
+        for byte, bit in reserved_bits():
+            if byte < GSE_HEADER_BYTES - 2:
+                const[base + 8 * byte + bit] = 0
         return const
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.window = window = FrameWindow(self.data_width, ETH_HEADER_BYTES,
-                                                   present_at=[ETH_HEADER_BYTES - 1])
+        # The verdict keeps the MAC addresses (the new head's first bytes) and the
+        # drop reason with the frame.
+        info = data.StructLayout({"mac": 8 * MAC_BYTES, "spoof": 1})
+        m.submodules.window = window = FrameWindow(
+            self.data_width, ETH_HEADER_BYTES, present_at=[ETH_HEADER_BYTES - 1],
+            info_width=info.size)
         head_out = MAC_BYTES + 2 + GSE_HEADER_BYTES - 2
         m.submodules.realigner = realigner = FrameRealigner(
             self.data_width, MAC_BYTES, head_out, min_frame=ETH_HEADER_BYTES,
             head_const=self._const_head_bits())
         wiring.connect(m, wiring.flipped(self.s_axis), window.s_axis)
 
-        head = [window.head_bytes.word_select(k, 8) for k in range(ETH_HEADER_BYTES)]
-        ethertype = Cat(head[13], head[12])
-        runt = ~window.head_present[0]
-        spoof = ethertype == self.ethertype
+        cap_bytes = window.cap_bytes()
+        cap = [cap_bytes.word_select(k, 8) for k in range(ETH_HEADER_BYTES)]
+        judged = Signal(info)
+        m.d.comb += [
+            judged.mac.eq(cap_bytes[:8 * MAC_BYTES]),
+            judged.spoof.eq(window.cap_present[0] & (Cat(cap[13], cap[12]) == self.ethertype)),
+            window.judge_info.eq(judged),
+            window.judge_drop.eq(~window.cap_present[0] | judged.spoof),   # runt or spoofed
+        ]
+        verdict = Signal(info)
+        m.d.comb += verdict.eq(window.head_info)
+        spoof = verdict.spoof
+        runt = window.head_drop & ~spoof
 
         fields = {name: self.s_hdr.payload[name] for name, _ in TaggerHeaderLayout}
         fields["ver"] = GSE_VERSION
         tag = pack_header(fields)[:GSE_HEADER_BYTES - 2]     # next_type stays in the frame
-        new_head = head[:MAC_BYTES] + [C(self.ethertype >> 8, 8), C(self.ethertype & 0xff, 8)] + tag
+        new_head = [verdict.mac.word_select(k, 8) for k in range(MAC_BYTES)] + \
+            [C(self.ethertype >> 8, 8), C(self.ethertype & 0xff, 8)] + tag
 
         m.d.comb += [
             window.verdict_ok.eq(self.s_hdr.valid),
-            window.verdict_drop.eq(runt | spoof),
             self.s_hdr.ready.eq(window.taken),
             realigner.s_axis.valid.eq(window.m_axis.valid),
             realigner.s_axis.payload.eq(window.m_axis.payload),

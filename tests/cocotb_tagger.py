@@ -7,7 +7,9 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-from opengse.sim.gse_scapy import GSE_ETHERTYPE, tag
+from scapy.layers.l2 import Ether
+
+from opengse.sim.gse_scapy import GSE, GSE_ETHERTYPE, tag
 from opengse.sim.runner import test_params
 from opengse.sim.traffic import frame_sizes, random_frame
 from opengse.sim.valid_ready import FieldStreamSource
@@ -90,13 +92,17 @@ async def run_mix(dut, count, p_in, p_out, seed, malformed=True):
             hdr = tb.random_header(size)
             tb.send(raw, hdr, bad=bad)
             fields = dict(hdr)
-            expected.append((tag(raw, **fields), bad))
+            expected.append((tag(raw, **fields), bad, hdr, raw))
             stats["frames"] += 1
             stats["err_frame"] += bad
-    for want, bad in expected:
+    for want, bad, hdr, raw in expected:
         got = await tb.sink.recv()
         assert bytes(got.tdata) == want, \
             f"tagged frame differs (len {len(got.tdata)} vs {len(want)}):\n{bytes(got.tdata).hex()}\n{want.hex()}"
+        # And scapy dissects what the RTL built into the fields it was given.
+        gse = Ether(bytes(got.tdata))[GSE]
+        assert {k: int(getattr(gse, k)) for k in HDR_FIELDS} == hdr
+        assert gse.ver == 1 and gse.next_type == int.from_bytes(raw[12:14], "big")
         assert last_user(got) == int(bad), "tuser on the last beat must carry the frame error"
     await tb.hdr.wait()
     for _ in range(50):
