@@ -162,7 +162,8 @@ def build_parser():
     sp.set_defaults(func=cmd_bench)
     sp = sub.add_parser("run", help="the main job: export every block and benchmark each")
     sp.add_argument("-o", "--output", default="build/export", metavar="DIR")
-    sp.add_argument("--seeds", default="1,2,3")
+    sp.add_argument("--seeds", default="1",
+                    help="nextpnr seeds per block (default: one; `gse bench` takes 1,2,3)")
     sp.add_argument("--no-pnr", action="store_true")
     sp.add_argument("--json", action="store_true", help="also print all figures as JSON")
     sp.set_defaults(func=cmd_run)

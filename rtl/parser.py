@@ -65,8 +65,9 @@ class GSEParser(wiring.Component):
     frame whose ``len`` + 18 differs from its length; ``stat_err_frame`` — marked bad
     by the MAC. ``stat_frames`` / ``stat_other`` count GSE and non-GSE frames passed.
 
-    Timing: a frame's first beat leaves ``ceil(32 / W)`` beats after it arrived
-    (W = bytes per beat), plus one register with ``strip``; input at one beat per
+    Timing: a frame's first beat leaves ``ceil(32 / W) + 1`` cycles after it arrived
+    (W = bytes per beat; the checks get a cycle of their own), plus one register with
+    ``strip``; input at one beat per
     clock, no bubble between back-to-back frames; never stalls unless ``m_axis`` or
     ``m_hdr`` does.
     """

@@ -46,8 +46,9 @@ class GSETagger(wiring.Component):
     A dropped frame consumes its ``s_hdr`` entry too, so headers stay in step.
 
     Timing: the first beat waits for ``ceil(14 / W)`` beats of the frame (W = bytes per
-    beat) and its header; then one output beat per clock with no bubble between
-    back-to-back frames. Output is registered; latency ``ceil(14 / W) + 1`` cycles.
+    beat), one cycle for the verdict, and its header; then one output beat per clock
+    with no bubble between back-to-back frames. Output is registered; latency
+    ``ceil(14 / W) + 2`` cycles.
     """
 
     def __init__(self, data_width=64, ethertype=GSE_ETHERTYPE):

@@ -45,3 +45,17 @@ def test_blocks_lists_header_blocks():
     proc = gse("blocks")
     assert proc.returncode == 0
     assert "gse_parser" in proc.stdout and "gse_tagger" in proc.stdout
+
+
+def test_bench_smoke():
+    """The bench command runs end to end (simulation only; the ECP5 flow is a command
+    of its own, `gse bench parser --json`)."""
+    proc = gse("bench", "parser", "--no-pnr", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert set(doc) >= {"beats_per_clock", "fmax_mhz", "luts", "ffs", "brams"}
+    assert doc["fmax_mhz"] is None
+    by_size = doc["beats_per_clock_by_size"]
+    assert set(by_size) == {"64", "256"}
+    assert set(by_size["64"]) == {"60", "64", "65", "1500", "9000"}
+    assert doc["beats_per_clock"] == min(min(v.values()) for v in by_size.values())
