@@ -52,7 +52,8 @@ class GSEParser(wiring.Component):
     * ``m_axis``: frames that passed the checks (stripped if ``strip``). Frames
       without the GSE EtherType pass unchanged, with ``m_hdr_gse`` = 0.
     * ``m_hdr``: one entry per frame on ``m_axis``, in the same order, valid no later
-      than the frame's first beat: every GSE header field (``m_hdr_<field>``),
+      than the frame's first beat (unless the consumer still holds an earlier header):
+      every GSE header field (``m_hdr_<field>``),
       ``m_hdr_gse``, ``m_hdr_eth_dst``, ``m_hdr_eth_src``, ``m_hdr_eth_type``.
       Two entries are buffered; a consumer that does not take headers stalls frames.
 
@@ -66,8 +67,8 @@ class GSEParser(wiring.Component):
     by the MAC. ``stat_frames`` / ``stat_other`` count GSE and non-GSE frames passed.
 
     Timing: a frame's first beat leaves ``ceil(32 / W) + 1`` cycles after it arrived
-    (W = bytes per beat; the checks get a cycle of their own), plus one register with
-    ``strip``; input at one beat per
+    (W = bytes per beat; the checks get a cycle of their own), plus one output
+    register; input at one beat per
     clock, no bubble between back-to-back frames; never stalls unless ``m_axis`` or
     ``m_hdr`` does.
     """
@@ -180,7 +181,13 @@ class GSEParser(wiring.Component):
             ]
             wiring.connect(m, realigner.m_axis, wiring.flipped(self.m_axis))
         else:
-            wiring.connect(m, window.m_axis, wiring.flipped(self.m_axis))
+            # One register, so that a frame's header (pushed when its first beat leaves
+            # the window) is never later than that beat.
+            out = self.m_axis
+            with m.If(~out.valid | out.ready):
+                m.d.sync += [out.valid.eq(window.m_axis.valid),
+                             out.payload.eq(window.m_axis.payload)]
+            m.d.comb += window.m_axis.ready.eq(~out.valid | out.ready)
 
         def bump(counter):
             return counter.eq(counter + 1)

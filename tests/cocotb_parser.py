@@ -95,6 +95,25 @@ class TB:
         return {n: int(getattr(self.dut, f"stat_{n}").value) for n in COUNTERS}
 
 
+async def check_header_first(dut):
+    """Each frame's header is offered no later than the frame's first beat, unless the
+    header port is still offering an earlier frame's header (the consumer holds it)."""
+    presented = frames = 0      # headers handed over or on offer; frames started
+    in_frame = False
+    while True:
+        await RisingEdge(dut.clk)
+        offered = presented + int(dut.m_hdr_valid.value)
+        if int(dut.m_axis_tvalid.value) and not in_frame:
+            busy = int(dut.m_hdr_valid.value) and offered == frames
+            assert offered > frames or busy, f"frame {frames}: first beat before its header"
+        if int(dut.m_axis_tvalid.value) and int(dut.m_axis_tready.value):
+            if not in_frame:
+                frames += 1
+            in_frame = not int(dut.m_axis_tlast.value)
+        if int(dut.m_hdr_valid.value) and int(dut.m_hdr_ready.value):
+            presented += 1
+
+
 def last_user(frame):
     return frame.tuser[-1] if isinstance(frame.tuser, list) else int(frame.tuser or 0)
 
@@ -103,6 +122,7 @@ async def run_mix(dut, count, p_in, p_out, seed):
     tb = TB(dut, seed)
     tb.set_pauses(p_in, p_out)
     await tb.reset()
+    cocotb.start_soon(check_header_first(dut))
     big_share = 0.1 if tb.width >= 32 else 0.02   # every size class at any width; fewer big ones at 8 bits
     expected = []
     stats = {n: 0 for n in COUNTERS}
