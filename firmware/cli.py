@@ -46,7 +46,7 @@ def _unique_blocks():
     from opengse.rtl.catalog import blocks
     seen, out = set(), []
     for spec in blocks().values():
-        if spec.name not in seen:
+        if spec.name not in seen and not spec.test_only:
             seen.add(spec.name)
             out.append(spec)
     return out

@@ -135,22 +135,18 @@ def export_verilog(component, name, *, keep_modules=None):
     ]
     yosys = find_yosys(lambda ver: ver >= (0, 40))
     verilog = yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
-    return _strip_kept_memory_init(verilog, keep_modules.values())
+    return _strip_memory_zero_init(verilog)
 
 
-def _strip_kept_memory_init(verilog, kept):
-    # A kept module is an SRAM-macro stand-in: it has no initial contents. Amaranth
-    # zero-initialises every memory, and Yosys writes that as one `initial` statement
-    # per word, which makes synth_ecp5 take 25 times longer on a 32K-word RAM (and
-    # an SRAM macro cannot honour it anyway). Only all-zero initial blocks go.
+def _strip_memory_zero_init(verilog):
+    # Amaranth zero-initialises every memory (FIFO storage, RAMs), and Yosys writes
+    # that as one `initial` statement per word: nothing may rely on it (reset is
+    # synchronous, SRAM macros have no initial contents), and on a 32K-word RAM it
+    # makes synth_ecp5 take 25 times longer. Only all-zero initial blocks go; a
+    # memory with real initial contents (a ROM) keeps them.
     import re
     zero_init = re.compile(r"  initial begin\n(    [^\n]*= \d+'h0+;\n)+  end\n")
-    for name in kept:
-        m = re.search(rf"^module {re.escape(name)}\(.*?^endmodule\n", verilog, flags=re.M | re.S)
-        if m:
-            body = zero_init.sub("", m.group(0))
-            verilog = verilog[:m.start()] + body + verilog[m.end():]
-    return verilog
+    return zero_init.sub("", verilog)
 
 
 class _Flat(Elaboratable):

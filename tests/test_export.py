@@ -16,6 +16,8 @@ def verilog_ports(text, module):
     """{name: (direction, width)} of ``module`` in ``text``."""
     body = text[text.index(f"module {module}("):]
     body = body[:body.index("endmodule")]
+    # Yosys writes $pmux cells as functions, whose own `input` lines are not ports.
+    body = re.sub(r"^\s*function\b.*?^\s*endfunction\b", "", body, flags=re.M | re.S)
     ports = {}
     for direction, rng, name in re.findall(r"^\s*(input|output)\s+(\[\d+:\d+\]\s+)?(\w+);", body, re.M):
         width = 1
