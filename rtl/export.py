@@ -145,7 +145,7 @@ def _strip_memory_zero_init(verilog):
     # makes synth_ecp5 take 25 times longer. Only all-zero initial blocks go; a
     # memory with real initial contents (a ROM) keeps them.
     import re
-    zero_init = re.compile(r"  initial begin\n(    [^\n]*= \d+'h0+;\n)+  end\n")
+    zero_init = re.compile(r"  initial begin\n(    [^\n]*= \d+'(?:h0+|d0|b0+);\n)+  end\n")
     return zero_init.sub("", verilog)
 
 
