@@ -15,9 +15,6 @@ BLOCK_MODULES = [
     "opengse.rtl.tagger",
     "opengse.rtl.parser",
     "opengse.rtl.voq_buffer",
-    "opengse.rtl.grant_arbiter",
-    "opengse.rtl.dgsq_manager",
-    "opengse.rtl.control_frames",
     "opengse.rtl.container_sprayer",
     "opengse.rtl.link_monitor",
     "opengse.rtl.reorder_buffer",
@@ -33,8 +30,9 @@ class BlockSpec:
     params: dict              # defaults; also the parameter types (int)
     description: str = ""
     keep_modules: object = None   # callable(**params) -> {hierarchy path: module name}, or None
-    bench: object = None      # callable(params, args) -> dict of figures, or None
+    bench: object = None      # callable(seeds=..., pnr=...) -> dict of figures, or None
     aliases: tuple = field(default_factory=tuple)
+    test_only: bool = False   # a composition for tests: not listed, exported or benched by `gse run`
 
     def build(self, **params):
         return self.factory(**resolve_params(self, params))
