@@ -1,0 +1,69 @@
+"""``gse bench dgsq``: grant decisions per clock and ECP5 figures of the DGSQ blocks.
+
+* ``decisions_per_clock``: grant decisions per clock of the 64-requester arbiter with
+  every requester saturated and the egress room open (measured on Verilator by the
+  ``bench_decision_rate`` cocotb test): the burst rate until every slot has its
+  in-flight limit out, and the sustained closed-loop rate when each container's
+  arrival comes back as one report (then the lookup engine, 3 clocks per arrival,
+  bounds the rate; see docs/dgsq.md).
+* ``arbiter`` / ``manager``: ``implement_block`` figures (Fmax median over the seeds,
+  LUT4, FF, DP16KD) of the default 64-requester arbiter and 64-context manager.
+"""
+import json
+import os
+import tempfile
+
+from .benchmark import implement_block, no_pnr_figures
+from .runner import run_cocotb
+
+__all__ = ["bench", "SIM_PARAMS", "TARGET_MHZ"]
+
+TARGET_MHZ = 156.25
+#: The default arbiter with an egress buffer large enough (1023 containers) that the
+#: room never limits the decision rate being measured.
+SIM_PARAMS = {"n_req": 64, "buffer_credits": 65472, "grant_credits": 64, "max_inflight": 2,
+              "n_tenants": 16, "lease_cycles": 8192}
+BUILD_ARGS = ("--output-split", "0", "--output-split-cfuncs", "0", "-CFLAGS", "-O1")
+
+
+def decision_rate():
+    import sys
+    from .runner import TESTS_DIR
+    # cocotb's runner hands the simulator this process's sys.path: the cocotb test
+    # module lives in tests/.
+    if str(TESTS_DIR) not in sys.path:
+        sys.path.insert(0, str(TESTS_DIR))
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "rate.json")
+        run_cocotb("grant_arbiter", SIM_PARAMS, "cocotb_grant_arbiter",
+                   testcase="bench_decision_rate", extra_env={"DGSQ_BENCH_OUT": out},
+                   build_args=BUILD_ARGS)
+        with open(out) as f:
+            return json.load(f)
+
+
+def bench(seeds=(1, 2, 3), pnr=True, **_kw):
+    rate = decision_rate()
+    fig = {
+        "decisions_per_clock": rate["decisions_per_clock_burst"],
+        "decisions_per_clock_sustained": rate["decisions_per_clock_sustained"],
+        "rate_detail": rate,
+        "target": {"decisions_per_clock": 1.0, "fmax_mhz": TARGET_MHZ},
+    }
+    if pnr:
+        fig["arbiter"] = implement_block("grant_arbiter", {}, seeds=tuple(seeds))
+        fig["manager"] = implement_block("dgsq_manager", {}, seeds=tuple(seeds))
+    else:
+        fig["arbiter"] = no_pnr_figures()
+        fig["manager"] = no_pnr_figures()
+    fig["fmax_mhz"] = fig["arbiter"]["fmax_mhz"]
+    notes = []
+    if fig["decisions_per_clock"] < 1.0:
+        notes.append(f"burst decision rate {fig['decisions_per_clock']:.3f}/clock < 1")
+    for name in ("arbiter", "manager"):
+        f = fig[name].get("fmax_mhz")
+        if f is not None and f < TARGET_MHZ:
+            notes.append(f"{name} Fmax {f} MHz misses {TARGET_MHZ} MHz by "
+                         f"{100 * (TARGET_MHZ - f) / TARGET_MHZ:.1f}%")
+    fig["note"] = "; ".join(notes) if notes else "meets the targets"
+    return fig

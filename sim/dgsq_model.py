@@ -1,0 +1,295 @@
+"""Plain-Python reference models of DGSQ request/grant (brief section 4).
+
+Independent of the RTL: only the protocol constants come from the header module.
+
+* :class:`ArbiterModel` is the reference grant scheduler of one egress port: an ideal
+  (one decision per call, no pipeline) version of the policy in docs/dgsq.md: strict
+  priority across traffic classes, weighted round-robin rounds within a class, one
+  container per grant while ``outstanding + grant <= room``, at most
+  ``max_inflight`` containers in flight per requester, REQUEST demand corrected by
+  the source's acknowledged GRANT seq, leases for lost GRANTs.
+* :class:`SourceModel` is the source side (DGSQ manager + VOQ buffer): per queue its
+  packets, backlog, signed credit balance, REQUEST triggers (non-empty, growth by a
+  container beyond the arbiter's view, refresh) and the acknowledged GRANT seq.
+* :func:`jain` is Jain's fairness index.
+"""
+from collections import deque
+
+from opengse.rtl.gse_header import CONTAINER_BYTES, CREDIT_UNIT_BYTES
+
+__all__ = ["ArbiterModel", "SourceModel", "SourceQueue", "jain", "units"]
+
+SEQ_MOD = 1 << 16
+DEBT_MAX = 511          # credit units of overrun debt kept per requester (clamped)
+
+
+def units(nbytes):
+    """Bytes to credit units (rounded up), saturating at 16 bits."""
+    return min(0xFFFF, -(-nbytes // CREDIT_UNIT_BYTES))
+
+
+def jain(xs):
+    xs = list(xs)
+    s = sum(xs)
+    sq = sum(x * x for x in xs)
+    return (s * s) / (len(xs) * sq) if sq else 1.0
+
+
+class _Slot:
+    def __init__(self, key, tc, tenant, seq, quota):
+        self.key = key
+        self.tc = tc
+        self.tenant = tenant
+        self.demand = 0
+        self.inflight = 0
+        self.cleft = 0
+        self.gseq = seq
+        self.quota = quota
+        self.idle_since = 0      # last progress (for leases)
+
+
+class ArbiterModel:
+    """Reference scheduler. Call :meth:`request`, :meth:`arrival`, :meth:`expire` as
+    messages come, and :meth:`pick` once per decision; :meth:`check_grant` validates a
+    grant some other scheduler made against this model's state."""
+
+    def __init__(self, n_req=64, buffer_credits=1024, grant_credits=CONTAINER_BYTES // CREDIT_UNIT_BYTES,
+                 max_inflight=2, n_tenants=16):
+        self.n_req = n_req
+        self.buffer = buffer_credits
+        self.G = grant_credits
+        self.K = max_inflight
+        self.n_tenants = n_tenants
+        self.weights = [1] * n_tenants
+        self.slots = {}          # key (src_node, dgsq) -> _Slot
+        self.order = []          # slot index -> key or None (lowest free index first)
+        self.order = [None] * n_req
+        self.outstanding = 0
+        self.ptr = {c: 0 for c in range(8)}
+        self.stats = {"grants": 0, "req_no_slot": 0, "arr_unknown": 0, "lease_expired": 0}
+
+    def set_weight(self, tenant_idx, weight):
+        self.weights[tenant_idx % self.n_tenants] = max(1, weight)
+
+    def weight(self, tenant):
+        return self.weights[tenant % self.n_tenants]
+
+    def index(self, key):
+        return self.order.index(key) if key in self.slots else None
+
+    def request(self, src_node, dgsq, tc, tenant, backlog, seq, now=0):
+        key = (src_node, dgsq)
+        s = self.slots.get(key)
+        if s is None:
+            if backlog == 0:
+                return
+            if None not in self.order:
+                self.stats["req_no_slot"] += 1
+                return
+            s = _Slot(key, tc, tenant, seq, self.weight(tenant))
+            s.idle_since = now
+            self.slots[key] = s
+            self.order[self.order.index(None)] = key
+        unacked = (s.gseq - seq) % SEQ_MOD
+        if unacked > s.inflight:
+            # Lost GRANTs or a new queue at the source: resynchronise, forget the debt.
+            s.gseq = seq
+            s.cleft = max(s.cleft, 0)
+        unacked = min(unacked, s.inflight)
+        s.demand = max(0, backlog - unacked * self.G)
+        s.tc, s.tenant = tc, tenant
+        self._maybe_free(s)
+
+    def arrival(self, src_node, dgsq, credits, last, now=0):
+        s = self.slots.get((src_node, dgsq))
+        if s is None:
+            self.stats["arr_unknown"] += 1
+            return 0
+        # Signed credit: an overrun leaves debt the source repays from its next grant.
+        cl = max(s.cleft - min(credits, DEBT_MAX), -DEBT_MAX)
+        if last:
+            s.inflight = 0 if (s.inflight == 0 or cl <= 0) else s.inflight - 1
+            cl = min(cl, s.inflight * self.G)
+        rel = max(s.cleft, 0) - max(cl, 0)
+        # New debt (an overrun) used backlog the demand still counts.
+        s.demand = max(0, s.demand - (max(-cl, 0) - max(-s.cleft, 0)))
+        s.cleft = cl
+        s.idle_since = now
+        self.outstanding -= rel
+        self._maybe_free(s)
+        return rel
+
+    def expire(self, key):
+        s = self.slots[key]
+        self.outstanding -= max(s.cleft, 0)
+        s.cleft = 0
+        s.inflight = 0
+        self.stats["lease_expired"] += 1
+        self._maybe_free(s)
+
+    def expired(self, now, lease):
+        return [k for k, s in self.slots.items() if s.inflight and now - s.idle_since >= lease]
+
+    def _maybe_free(self, s):
+        if s.demand == 0 and s.inflight == 0:
+            del self.slots[s.key]
+            self.order[self.order.index(s.key)] = None
+
+    def eligible(self, s):
+        return s.demand > 0 and s.inflight < self.K
+
+    def top_class(self):
+        classes = [s.tc for s in self.slots.values() if self.eligible(s)]
+        return max(classes) if classes else None
+
+    def can_grant(self, room):
+        return self.outstanding + self.G <= min(room, self.buffer)
+
+    def pick(self, room, now=0):
+        """One decision: the granted key, or None."""
+        top = self.top_class()
+        if top is None or not self.can_grant(room):
+            return None
+        cands = [i for i, k in enumerate(self.order)
+                 if k is not None and self.slots[k].tc == top and self.eligible(self.slots[k])]
+        with_quota = [i for i in cands if self.slots[self.order[i]].quota > 0]
+        if not with_quota:
+            for k, s in self.slots.items():
+                if s.tc == top:
+                    s.quota = self.weight(s.tenant)
+            with_quota = cands
+        p = self.ptr[top]
+        after = [i for i in with_quota if i >= p]
+        i = after[0] if after else with_quota[0]
+        self.ptr[top] = i + 1
+        key = self.order[i]
+        self.grant(key, now)
+        return key
+
+    def check_grant(self, key, room):
+        """Problems with a grant to ``key`` made elsewhere (empty list: legal)."""
+        s = self.slots.get(key)
+        if s is None:
+            return [f"grant to unknown requester {key}"]
+        errs = []
+        if s.demand <= 0:
+            errs.append(f"grant to {key} with no backlog")
+        if s.inflight >= self.K:
+            errs.append(f"grant to {key} with {s.inflight} containers in flight")
+        if self.outstanding + self.G > min(room, self.buffer):
+            errs.append(f"grant beyond egress room: outstanding {self.outstanding} room {room}")
+        return errs
+
+    def grant(self, key, now=0):
+        s = self.slots[key]
+        repay = min(self.G, max(-s.cleft, 0))       # credit that repays overrun debt
+        s.demand = max(0, s.demand - (self.G - repay))
+        if s.inflight == 0:
+            s.idle_since = now
+        if s.cleft > -self.G:          # a container will come for this grant
+            s.inflight += 1
+        self.outstanding += max(s.cleft + self.G, 0) - max(s.cleft, 0)
+        s.cleft += self.G
+        s.gseq = (s.gseq + 1) % SEQ_MOD
+        s.quota = max(0, s.quota - 1)
+        self.stats["grants"] += 1
+        return s.gseq
+
+
+class SourceQueue:
+    def __init__(self, qid, key):
+        self.qid = qid
+        self.key = key               # (dst_node, port, tc, tenant)
+        self.packets = deque()       # byte lengths in the VOQ
+        self.backlog = 0
+        self.balance = 0
+        self.view = 0
+        self.ack = 0
+        self.have_ack = 0
+        self.ts_req = 0
+        self.ts_grant = 0
+        self.sent = 0                # bytes released in total
+        self.rel_pending = False     # a release is out at the VOQ buffer
+        self.gaps = 0
+
+
+class SourceModel:
+    """Source leaf: queues, REQUEST triggers, GRANT handling and container release."""
+
+    def __init__(self, node_id=1, refresh=8192, container_bytes=CONTAINER_BYTES):
+        self.node_id = node_id
+        self.refresh = refresh
+        self.CU = container_bytes // CREDIT_UNIT_BYTES
+        self.queues = {}             # qid -> SourceQueue
+        self.pending = set()
+
+    def enqueue(self, qid, key, nbytes, now=0):
+        q = self.queues.get(qid)
+        if q is None:
+            q = self.queues[qid] = SourceQueue(qid, key)
+            q.ts_req = q.ts_grant = now
+        was_empty = q.backlog == 0
+        q.packets.append(nbytes)
+        q.backlog += nbytes
+        if was_empty or units(q.backlog) >= q.view + self.CU:
+            self.pending.add(qid)
+
+    def make_request(self, qid, now=0):
+        """The REQUEST fields for queue ``qid`` (and the source's bookkeeping)."""
+        q = self.queues[qid]
+        self.pending.discard(qid)
+        q.view = units(q.backlog)
+        q.ts_req = now
+        dst_node, port, tc, tenant = q.key
+        return {"dst_node": dst_node, "port": port, "tc": tc, "tenant": tenant,
+                "len": q.view, "seq": q.ack, "dgsq": qid, "src_node": self.node_id}
+
+    def refresh_due(self, now):
+        out = []
+        for qid, q in self.queues.items():
+            if q.backlog and now - q.ts_req >= self.refresh and now - q.ts_grant >= self.refresh \
+                    and qid not in self.pending:
+                self.pending.add(qid)
+                out.append(qid)
+        return out
+
+    def grant(self, qid, seq, credit, now=0):
+        """Apply a GRANT; returns the release request in bytes (0: none)."""
+        q = self.queues[qid]
+        if q.have_ack and seq != (q.ack + 1) % SEQ_MOD:
+            q.gaps += 1
+        q.ack, q.have_ack, q.ts_grant = seq, 1, now
+        q.view = max(0, q.view - credit)
+        q.balance += credit * CREDIT_UNIT_BYTES
+        if q.rel_pending or q.balance <= 0:
+            return 0
+        if q.backlog == 0:
+            q.balance = 0
+            return 0
+        q.rel_pending = True
+        return q.balance
+
+    def release(self, qid, credit_bytes):
+        """The VOQ side: whole packets up to ``credit_bytes`` (the last may overrun).
+        Returns the list of packet lengths sent."""
+        q = self.queues[qid]
+        out, total = [], 0
+        while q.packets and total < credit_bytes:
+            b = q.packets.popleft()
+            out.append(b)
+            total += b
+        return out
+
+    def release_done(self, qid, sent_bytes):
+        """Debit a release report; returns a further release request in bytes (0: none)."""
+        q = self.queues[qid]
+        q.backlog -= sent_bytes
+        q.balance -= sent_bytes
+        q.sent += sent_bytes
+        q.rel_pending = False
+        if q.balance > 0:
+            if q.backlog:
+                q.rel_pending = True
+                return q.balance
+            q.balance = 0
+        return 0
