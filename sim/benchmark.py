@@ -12,8 +12,14 @@ from .runner import BUILD_ROOT
 __all__ = ["implement_block", "no_pnr_figures"]
 
 
+import os as _os
+
+
 def implement_block(block, params=None, *, seeds=(1, 2, 3)):
-    """Export ``block`` and implement it out-of-context on ECP5; return its figures."""
+    """Export ``block`` and implement it out-of-context on ECP5; return its figures.
+
+    Each place-and-route run is bounded by ``OPENGSE_PNR_TIMEOUT`` seconds if set
+    (``gse --pnr-timeout``): a seed that does not finish is listed in ``fmax_timeouts``."""
     from opengse.platforms.ecp5 import implement
     from opengse.rtl.catalog import get_block, resolve_params
     from opengse.rtl.export import write_export
@@ -25,7 +31,8 @@ def implement_block(block, params=None, *, seeds=(1, 2, 3)):
     v_path, _ = write_export(spec.build(**params), spec.module, params, workdir,
                              description=spec.description,
                              keep_modules=spec.kept_modules(**params))
-    figures = implement(v_path, spec.module, workdir / "ecp5", seeds=seeds)
+    timeout = int(_os.environ.get("OPENGSE_PNR_TIMEOUT", "0")) or None
+    figures = implement(v_path, spec.module, workdir / "ecp5", seeds=seeds, timeout=timeout)
     figures["module"] = spec.module
     figures["params"] = params
     return figures
