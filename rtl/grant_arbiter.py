@@ -281,7 +281,8 @@ class GrantArbiter(wiring.Component):
         op_kind = Signal(2)         # 0 request, 1 arrival, 2 expiry
         turn = Signal(2)            # whose turn it is among the three
         op_req = Signal(request_layout())
-        op_arr = Signal(arrival_layout())
+        op_arr_credits = Signal(16)   # (src_node, dgsq) are matched when latched
+        op_arr_last = Signal()
         match = Signal(n)
         free_oh = Signal(n)
         tgt = Signal(n)
@@ -318,7 +319,8 @@ class GrantArbiter(wiring.Component):
                 with m.Switch(choice):
                     with m.Case(1):
                         m.d.comb += self.s_arr.ready.eq(1)
-                        m.d.sync += [op_arr.eq(self.s_arr.payload),
+                        m.d.sync += [op_arr_credits.eq(self.s_arr.payload.credits),
+                                     op_arr_last.eq(self.s_arr.payload.last),
                                      match.eq(keycmp(self.s_arr.payload.src_node,
                                                      self.s_arr.payload.dgsq))]
                     with m.Case(0):
@@ -352,8 +354,7 @@ class GrantArbiter(wiring.Component):
         m.d.comb += unacked.eq(r_gseq - op_req.seq)
         unack_c = Signal(range(K + 1))
         m.d.comb += unack_c.eq(Mux(unacked > r_infl, r_infl, unacked))
-        covered = Signal(range(K * G + 1))
-        m.d.comb += covered.eq(unack_c * G)
+        covered = unack_c * G       # an expression: its low bits are constant when G is 2**k
         req_demand = Signal(16)
         m.d.comb += req_demand.eq(Mux(op_req.backlog > covered, op_req.backlog - covered, 0))
 
@@ -363,19 +364,19 @@ class GrantArbiter(wiring.Component):
         # is released.
         cw = self.cw
         arr_c = Signal(10)
-        m.d.comb += arr_c.eq(Mux(op_arr.credits > DEBT_MAX, DEBT_MAX, op_arr.credits))
+        m.d.comb += arr_c.eq(Mux(op_arr_credits > DEBT_MAX, DEBT_MAX, op_arr_credits))
         cl1 = Signal(signed(cw + 1))
         m.d.comb += cl1.eq(r_cleft - arr_c)
         cl1c = Signal(signed(cw))
         m.d.comb += cl1c.eq(Mux(cl1 < -DEBT_MAX, -DEBT_MAX, cl1))
         a_infl = Signal(range(K + 1))
         m.d.comb += a_infl.eq(r_infl)
-        with m.If(op_arr.last):
+        with m.If(op_arr_last):
             m.d.comb += a_infl.eq(Mux((r_infl == 0) | (cl1c <= 0), 0, r_infl - 1))
         keep_after = Signal(range(K * G + 1))
         m.d.comb += keep_after.eq(a_infl * G)
         cl2 = Signal(signed(cw))
-        m.d.comb += cl2.eq(Mux(op_arr.last & (cl1c > keep_after), keep_after, cl1c))
+        m.d.comb += cl2.eq(Mux(op_arr_last & (cl1c > keep_after), keep_after, cl1c))
 
         def pos(x):
             return Mux(x > 0, x, 0)
