@@ -7,7 +7,7 @@ incremental), and runs one cocotb test module against it. It is safe under
 ``pytest -n auto``: a file lock serialises the export and build of each
 directory, and every test run gets its own run directory and results file.
 
-Waveforms: set ``WAVES=1`` (FST files land in the run directory).
+Waveforms: set ``WAVES=1`` (``dump.vcd`` lands in the run directory).
 Parameters reach the cocotb module as JSON in ``OPENGSE_PARAMS``; read them
 with :func:`test_params`.
 """
@@ -87,7 +87,7 @@ def build_block(block, params=None, *, waves=False, build_args=()):
             build_dir=build_dir,
             build_args=["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "unique",
                         "--x-initial", "unique", *build_args]
-            + (["--trace-fst", "--trace-structs"] if waves else []),
+            + (["--trace-structs"] if waves else []),   # VCD: FST needs lz4 headers
             waves=waves,
             log_file=build_dir / "build.log",
         )
