@@ -7,6 +7,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
+from opengse.sim.cocotb_util import random_pause
 from opengse.sim.runner import test_params
 from opengse.sim.traffic import frame_sizes, random_frame
 from opengse.sim.valid_ready import FieldStreamSink, FieldStreamSource
@@ -14,11 +15,6 @@ from opengse.sim.valid_ready import FieldStreamSink, FieldStreamSource
 TAG_FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl",
               "seq", "len", "dgsq")
 SIDE_FIELDS = TAG_FIELDS + ("ver", "next_type", "gse", "eth_dst", "eth_src", "eth_type")
-
-
-def random_pause(rng, p):
-    while True:
-        yield rng.random() < p
 
 
 @cocotb.test()

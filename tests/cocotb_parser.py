@@ -8,6 +8,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
+from opengse.sim.cocotb_util import random_pause, reset_dut
 from opengse.sim.gse_scapy import GSE_ETHERTYPE, control_frame, tag
 from opengse.sim.parser_model import HDR_FIELDS, parse_reference
 from opengse.sim.runner import test_params
@@ -17,11 +18,6 @@ from opengse.sim.valid_ready import FieldStreamSink
 SIDE_FIELDS = HDR_FIELDS + ("gse", "eth_dst", "eth_src", "eth_type")
 COUNTERS = ("frames", "other", "drop_runt", "drop_ver", "drop_type", "drop_ttl",
             "err_len", "err_frame")
-
-
-def random_pause(rng, p):
-    while True:
-        yield rng.random() < p
 
 
 class TB:
@@ -37,11 +33,7 @@ class TB:
         self.hdr = FieldStreamSink(dut, "m_hdr", dut.clk, SIDE_FIELDS)
 
     async def reset(self):
-        self.dut.rst.value = 1
-        for _ in range(4):
-            await RisingEdge(self.dut.clk)
-        self.dut.rst.value = 0
-        await RisingEdge(self.dut.clk)
+        await reset_dut(self.dut)
 
     def set_pauses(self, p_in, p_out):
         self.source.set_pause_generator(random_pause(self.rng, p_in) if p_in else None)

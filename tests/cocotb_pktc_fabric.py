@@ -19,6 +19,7 @@ from cocotb.triggers import Edge, RisingEdge
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
+from opengse.sim.cocotb_util import random_pause, reset_dut
 from opengse.sim.pktc_model import (FIRST, LAST, FabricModel, ReorderChecker, SprayerModel,
                                     frame_fields, spray_balance, tagged_frame)
 from opengse.sim.runner import test_params
@@ -28,11 +29,6 @@ META_FIELDS = ("dst_node", "dgsq", "ttl", "len", "last")
 RO_STATS = ("frames_in", "containers_out", "lost", "drop_dup", "drop_window", "drop_orphan",
             "drop_bad", "drop_runt", "drop_other")
 DST = 9
-
-
-def random_pause(rng, p):
-    while True:
-        yield rng.random() < p
 
 
 def now():
@@ -76,11 +72,7 @@ class FabricTB:
         cocotb.start_soon(self._watch_healthy())
 
     async def reset(self):
-        self.dut.rst.value = 1
-        for _ in range(4):
-            await RisingEdge(self.dut.clk)
-        self.dut.rst.value = 0
-        await RisingEdge(self.dut.clk)
+        await reset_dut(self.dut)
 
     # -- the emulated links ------------------------------------------------------------
     def _launch(self, link, t, fr):

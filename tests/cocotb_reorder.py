@@ -10,16 +10,12 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
+from opengse.sim.cocotb_util import random_pause, reset_dut
 from opengse.sim.pktc_model import FIRST, LAST, PROBE, ReorderChecker, tagged_frame
 from opengse.sim.runner import test_params
 
 STATS = ("frames_in", "containers_out", "lost", "drop_dup", "drop_window", "drop_orphan",
          "drop_bad", "drop_runt", "drop_other")
-
-
-def random_pause(rng, p):
-    while True:
-        yield rng.random() < p
 
 
 class ReorderTB:
@@ -38,11 +34,7 @@ class ReorderTB:
         cocotb.start_soon(self._collect())
 
     async def reset(self):
-        self.dut.rst.value = 1
-        for _ in range(4):
-            await RisingEdge(self.dut.clk)
-        self.dut.rst.value = 0
-        await RisingEdge(self.dut.clk)
+        await reset_dut(self.dut)
 
     def set_pauses(self, p_in, p_out):
         self.source.set_pause_generator(random_pause(self.rng, p_in) if p_in else None)

@@ -11,17 +11,13 @@ from cocotb.triggers import RisingEdge
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
+from opengse.sim.cocotb_util import random_pause, reset_dut
 from opengse.sim.pktc_model import (CE, DATA, GRANT, REQUEST, SprayerModel, check_containers_whole,
                                     frame_fields, pack_gse, spray_balance, tagged_frame)
 from opengse.sim.runner import test_params
 from opengse.sim.valid_ready import FieldStreamSource
 
 META_FIELDS = ("dst_node", "dgsq", "ttl", "len", "last")
-
-
-def random_pause(rng, p):
-    while True:
-        yield rng.random() < p
 
 
 def now():
@@ -57,11 +53,7 @@ class SprayerTB:
             self.frames[i].append((bytes(fr.tdata), fr.sim_time_start // 10000, fr.sim_time_end // 10000))
 
     async def reset(self):
-        self.dut.rst.value = 1
-        for _ in range(4):
-            await RisingEdge(self.dut.clk)
-        self.dut.rst.value = 0
-        await RisingEdge(self.dut.clk)
+        await reset_dut(self.dut)
 
     def set_pauses(self, p_in, p_out):
         for x in (self.source, self.ctrl, self.meta):

@@ -9,6 +9,7 @@ from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStream
 
 from scapy.layers.l2 import Ether
 
+from opengse.sim.cocotb_util import random_pause, reset_dut
 from opengse.sim.gse_scapy import GSE, GSE_ETHERTYPE, tag
 from opengse.sim.runner import test_params
 from opengse.sim.traffic import frame_sizes, random_frame
@@ -16,11 +17,6 @@ from opengse.sim.valid_ready import FieldStreamSource
 
 HDR_FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl",
               "seq", "len", "dgsq")
-
-
-def random_pause(rng, p):
-    while True:
-        yield rng.random() < p
 
 
 class TB:
@@ -35,11 +31,7 @@ class TB:
         self.hdr = FieldStreamSource(dut, "s_hdr", dut.clk, HDR_FIELDS)
 
     async def reset(self):
-        self.dut.rst.value = 1
-        for _ in range(4):
-            await RisingEdge(self.dut.clk)
-        self.dut.rst.value = 0
-        await RisingEdge(self.dut.clk)
+        await reset_dut(self.dut)
 
     def set_pauses(self, p_in, p_out):
         self.source.set_pause_generator(random_pause(self.rng, p_in) if p_in else None)

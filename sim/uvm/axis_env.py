@@ -43,18 +43,13 @@ from pyuvm import (ConfigDB, uvm_analysis_port, uvm_driver, uvm_env,
                    uvm_monitor, uvm_scoreboard, uvm_sequence, uvm_sequence_item,
                    uvm_sequencer, uvm_subscriber)
 
+from ..cocotb_util import random_pause
 from ..valid_ready import FieldStreamSink, FieldStreamSource
 
 __all__ = ["AxisItem", "AxisSequencer", "AxisSequence", "AxisDriver", "AxisMonitor",
            "AxisScoreboard", "AxisEnvConfig", "AxisEnv", "random_pause", "CONFIG_KEY"]
 
 CONFIG_KEY = "axis_cfg"
-
-
-def random_pause(rng, p):
-    """Pause generator: True (pause) with probability ``p`` each cycle."""
-    while True:
-        yield rng.random() < p
 
 
 class AxisItem(uvm_sequence_item):
