@@ -5,7 +5,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-__all__ = ["SIZE_CLASSES", "random_frame", "frame_sizes"]
+__all__ = ["SIZE_CLASSES", "random_frame", "frame_sizes", "random_tag_fields"]
 
 #: Frame sizes (bytes, no FCS) that exercise every beat alignment and size class.
 SIZE_CLASSES = (60, 61, 62, 63, 64, 65, 66, 71, 72, 127, 128, 129, 256, 511, 512, 513,
@@ -43,3 +43,13 @@ def random_frame(rng, size, ethertype=None):
     raw = bytes(pkt)[:size]
     assert len(raw) == size
     return raw
+
+
+def random_tag_fields(rng, frame_len):
+    """Random header fields for the tagger's side channel (``len`` = ``frame_len``)."""
+    r = rng
+    return {"type": r.choice([0, 0, 0, 1, 2, 3]), "flags": r.randrange(8), "tc": r.randrange(8),
+            "tenant": r.randrange(4096), "src_node": r.randrange(65536),
+            "dst_node": r.randrange(65536), "port": r.randrange(256),
+            "ttl": r.randrange(1, 256), "seq": r.randrange(65536), "len": frame_len,
+            "dgsq": r.randrange(65536)}

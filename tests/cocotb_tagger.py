@@ -12,7 +12,7 @@ from scapy.layers.l2 import Ether
 from opengse.sim.cocotb_util import random_pause, reset_dut
 from opengse.sim.gse_scapy import GSE, GSE_ETHERTYPE, tag
 from opengse.sim.runner import test_params
-from opengse.sim.traffic import frame_sizes, random_frame
+from opengse.sim.traffic import random_tag_fields, frame_sizes, random_frame
 from opengse.sim.valid_ready import FieldStreamSource
 
 HDR_FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl",
@@ -39,12 +39,7 @@ class TB:
         self.sink.set_pause_generator(random_pause(self.rng, p_out) if p_out else None)
 
     def random_header(self, frame_len):
-        r = self.rng
-        return {"type": r.choice([0, 0, 0, 1, 2, 3]), "flags": r.randrange(8), "tc": r.randrange(8),
-                "tenant": r.randrange(4096), "src_node": r.randrange(65536),
-                "dst_node": r.randrange(65536), "port": r.randrange(256),
-                "ttl": r.randrange(1, 256), "seq": r.randrange(65536), "len": frame_len,
-                "dgsq": r.randrange(65536)}
+        return random_tag_fields(self.rng, frame_len)
 
     def send(self, raw, hdr, bad=False):
         frame = AxiStreamFrame(raw, tuser=([0] * (len(raw) - 1) + [1]) if bad else 0)

@@ -11,7 +11,7 @@ from pyuvm import ConfigDB, uvm_test
 
 from opengse.sim.gse_scapy import GSE_ETHERTYPE, tag
 from opengse.sim.runner import test_params
-from opengse.sim.traffic import frame_sizes, random_frame
+from opengse.sim.traffic import random_tag_fields, frame_sizes, random_frame
 from opengse.sim.uvm.axis_env import CONFIG_KEY, AxisEnv, AxisEnvConfig, AxisItem, AxisSequence
 
 HDR_FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl",
@@ -53,12 +53,7 @@ class TaggerTestBase(uvm_test):
         self.env = AxisEnv("env", self)
 
     def header(self, frame_len):
-        r = self.rng
-        return {"type": r.choice([0, 0, 0, 1, 2, 3]), "flags": r.randrange(8), "tc": r.randrange(8),
-                "tenant": r.randrange(4096), "src_node": r.randrange(65536),
-                "dst_node": r.randrange(65536), "port": r.randrange(256),
-                "ttl": r.randrange(1, 256), "seq": r.randrange(65536), "len": frame_len,
-                "dgsq": r.randrange(65536)}
+        return random_tag_fields(self.rng, frame_len)
 
     def items(self):
         r = self.rng
