@@ -1,6 +1,7 @@
 """DGSQManager: the source side of DGSQ request/grant (brief section 4)."""
 from amaranth import *
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -38,9 +39,17 @@ def _context_layout():
         "ack": 16,                # seq of the last GRANT received
         "have_ack": 1,
         "rel_pending": 1,         # a release is out at the VOQ buffer
+        "req_wait": 1,            # a REQUEST due waits for that release's report
+        "nz": 1,                  # backlog != 0 (kept so no zero test sits on the read data)
         "ts_act": 16,             # coarse times of the last activity, REQUEST, GRANT
         "ts_req": 16,
         "ts_grant": 16,
+        # The key again (the CAM copy is in flip-flops): REQUEST fields and the GRANT
+        # check come from the memory word instead of a 64:1 multiplexer.
+        "dst_node": 16,
+        "port": 8,
+        "tc": 3,
+        "tenant": 12,
     })
 
 
@@ -51,6 +60,12 @@ def _onehot_first(x):
 def _encode(onehot, bits):
     return Cat(Cat(onehot[i] for i in range(len(onehot)) if (i >> b) & 1).any()
                for b in range(bits))
+
+
+def _chunks_equal(a, b, width=2):
+    """Equality of ``a`` and ``b`` per ``width``-bit chunk (one LUT4 each): the vector is
+    registered and ANDed one stage later."""
+    return Cat(a[i:i + width] == b[i:i + width] for i in range(0, len(a), width))
 
 
 class DGSQManager(wiring.Component):
@@ -69,6 +84,9 @@ class DGSQManager(wiring.Component):
     uses to avoid counting a container twice) go out when a queue becomes non-empty,
     when its backlog exceeds what the arbiter knows by a container, and every
     ``refresh_cycles`` while backlog remains and neither GRANT nor REQUEST happened.
+    Contexts with a REQUEST due wait in a FIFO of context ids (served in order); one
+    whose release is out waits for the release report instead (its backlog figure is
+    then exact) and re-enters the FIFO with it.
 
     A GRANT (``s_grant``, decoded header fields; its ``dgsq`` is the context) adds its
     credit to the context's signed balance; a positive balance with backlog becomes a
@@ -82,14 +100,27 @@ class DGSQManager(wiring.Component):
     count >> tick_shift).
 
     Timing: one event engine handles release reports, GRANTs, packets, REQUESTs and a
-    timer sweep, one at a time in 3 clocks each (a packet per 3 clocks, more when
-    outputs stall); context state is one memory of ``n_ctx`` words.
+    timer sweep, one at a time in 3 clocks each: ACCEPT (pick the event from
+    registered candidates; its context id addresses the memory), CALC (memory read
+    data -> adders and comparators only, all registered), WRITE (decisions from
+    registered results: outputs valid, context write-back); the effects on the flag
+    vectors, the REQUEST FIFO and the counters are registered and applied in the
+    next clock. So at most one packet per 3 clocks (one per 6 while REQUEST/sweep
+    work alternates with packets; a packet after one that took a new context waits
+    a clock more; longer while an output stalls); ``m_pkt``/``m_req``/``m_rel`` are
+    valid in WRITE, 2 clocks after the input was accepted. The CAM compare is
+    registered, the packet's candidate context (hit, or the lowest free) registered
+    once more. The context memory holds 187-bit words (the key included); CAM keys,
+    ``valid`` and pending-REQUEST bits are flip-flops; the REQUEST FIFO is ``n_ctx``
+    ids deep.
     """
 
     def __init__(self, n_ctx=64, refresh_cycles=8192, idle_cycles=16384,
                  container_bytes=CONTAINER_BYTES, ttl=64, tick_shift=6):
         if n_ctx < 2:
             raise ValueError("n_ctx must be at least 2")
+        if container_bytes < CREDIT_UNIT_BYTES:
+            raise ValueError("container_bytes must be at least one credit unit")
         self.n_ctx = n_ctx
         self.tick_shift = tick_shift
         self.refresh_ticks = max(1, refresh_cycles >> tick_shift)
@@ -133,12 +164,13 @@ class DGSQManager(wiring.Component):
         k_port = [Signal(8, name=f"k_port{i}") for i in range(n)]
         k_tc = [Signal(3, name=f"k_tc{i}") for i in range(n)]
         k_ten = [Signal(12, name=f"k_ten{i}") for i in range(n)]
-        pending = Signal(n)       # a REQUEST is due
+        pending = Signal(n)       # a REQUEST is due: id in req_fifo once, or req_wait set
 
         ctx_l = _context_layout()
         m.submodules.ctx_mem = mem = Memory(shape=ctx_l, depth=n, init=[])
         rd = mem.read_port()
         wr = mem.write_port()
+        m.submodules.req_fifo = req_fifo = SyncFIFOBuffered(width=QB, depth=n)
 
         tick_cnt = Signal(self.tick_shift + 1)
         now = Signal(16)
@@ -146,248 +178,341 @@ class DGSQManager(wiring.Component):
         with m.If(tick_cnt[:self.tick_shift].all() if self.tick_shift else 1):
             m.d.sync += now.eq(now + 1)
 
-        # Registered candidate pick for REQUEST emission (round-robin) and sweep pointer.
-        rr_mask = Signal(n)
-        pend_hi = pending & rr_mask
-        pick_oh = Signal(n)
-        m.d.sync += pick_oh.eq(Mux(pend_hi.any(), _onehot_first(pend_hi), _onehot_first(pending)))
-        sweep = Signal(QB)
+        # Engine stages (one-hot; IDLE = ACCEPT).
+        st_idle = Signal(init=1)
+        st_calc = Signal()
+        st_write = Signal()
+        is_rel, is_grant, is_pkt, is_req, is_sweep = (Signal(name=f"is_{k}") for k in
+                                                      ("rel", "grant", "pkt", "req", "sweep"))
+        q = Signal(QB)
+        # Copies of q for its two wide consumers (the flag bit selects, the one-hot
+        # decode), to spread the fanout; distinct reset values keep Yosys from merging them.
+        q_sel = Signal(QB, init=1)
+        q_dec = Signal(QB, init=(n - 1) & ((1 << QB) - 1))
+        fresh = Signal()          # the packet allocated its context
+        done = Signal()           # WRITE completes this clock
 
-        # Packet lookup (registered from the stalled s_pkt payload).
+        # Packet lookup: the CAM compare of the (stalled) s_pkt payload is registered;
+        # from it the packet's candidate (hit: its context; else the lowest free one)
+        # is registered once more, ready to address the memory in ACCEPT. This is
+        # exact because the next packet is presented the clock after its predecessor
+        # was taken (ACCEPTs are >= 3 clocks apart). A new key enters the CAM (and
+        # `valid`) in CALC and a context is freed in the clock after a WRITE: packets
+        # wait until the candidate has seen that (cam_hold).
         pk = self.s_pkt.payload
         match = Signal(n)
         free_oh = Signal(n)
         m.d.sync += [
             match.eq(Cat((k_dst[i] == pk.dst_node) & (k_port[i] == pk.port) & (k_tc[i] == pk.tc)
-                         & (k_ten[i] == pk.tenant) for i in range(n)) & valid),
+                         & (k_ten[i] == pk.tenant) for i in range(n))),
             free_oh.eq(_onehot_first(~valid)),
         ]
-        match_v = Signal(n)
-        m.d.comb += match_v.eq(match & valid)
+        pk_hit = Signal()         # the packet has a context
+        pk_new = Signal()         # it has none and one is free
+        pk_q = Signal(QB)         # its context (hit) or the one it gets (new)
+        pk_free_oh = Signal(n)    # the context it gets, one-hot
+        alloc_oh = Signal(n)      # the context allocated by the last ACCEPT, one-hot
+        hit = (match & valid).any()
+        m.d.sync += [
+            pk_hit.eq(hit),
+            pk_new.eq(~hit & free_oh.any()),
+            pk_q.eq(Mux(hit, _encode(match & valid, QB), _encode(free_oh, QB))),
+            pk_free_oh.eq(free_oh),
+        ]
+        cam_hold = Signal(2)      # packets wait: a key entered or a context was freed
+        freeing = Signal()
+        alloc_calc = Signal()
+        m.d.sync += cam_hold.eq(Cat(freeing | alloc_calc, cam_hold[0]))
+
         blocked = Signal()        # this packet was already counted as pool-full
         turn = Signal()           # alternate packets and REQUEST/sweep work
-        # Under continuous packets the timer sweep still gets one event per 16 clocks
-        # (a full pass over 64 contexts per ~1024 clocks, far below the refresh time).
-        sweep_cnt = Signal(4)
+        # Under continuous packets the timer sweep still gets one event per 32 clocks
+        # (a pass over 64 contexts per ~2048 clocks, well below the refresh time).
+        sweep = Signal(QB)
+        sweep_cnt = Signal(5)
         sweep_due = Signal()
         m.d.sync += sweep_cnt.eq(sweep_cnt + 1)
-        with m.If(sweep_cnt == 15):
+        with m.If(sweep_cnt.all()):
             m.d.sync += sweep_due.eq(1)
-        ctl_due = Signal()
-        m.d.comb += ctl_due.eq((pick_oh & pending).any() | sweep_due)
+        ctl_due = req_fifo.r_rdy | sweep_due
 
-        EV_REL, EV_GRANT, EV_PKT, EV_REQ, EV_SWEEP = range(5)
-        ev = Signal(3)
-        q = Signal(QB)
-        fresh = Signal()          # packet allocates a new context
-        grant = Signal(data.StructLayout({"seq": 16, "len": 16}))   # what a GRANT needs
-        rel = Signal(data.StructLayout({"bytes": 24}))
+        # Event operands (registered at ACCEPT).
         pkt_bytes = Signal(16)
+        pkt_key = Signal(data.StructLayout({"dst_node": 16, "port": 8, "tc": 3, "tenant": 12}))
+        rel_bytes = Signal(24)
+        g = Signal(data.StructLayout({"src_node": 16, "port": 8, "seq": 16, "len": 16}))
 
-        m.d.comb += rd.addr.eq(q)
+        # ---- ACCEPT: pick the event; its context id addresses the memory now -----------
+        q_next = Signal(QB)
+        m.d.comb += rd.addr.eq(q_next)
+        g_pre = Signal()          # GRANT type and id range fine
+        g_seq_m1 = Signal(16)
+        g_neg = Signal(signed(24))   # -(granted credit bytes)
+        bytes_nz = Signal()
+        with m.If(st_idle):
+            m.d.sync += [st_idle.eq(0), st_calc.eq(1), fresh.eq(0), alloc_oh.eq(pk_free_oh),
+                         is_rel.eq(0), is_grant.eq(0), is_pkt.eq(0), is_req.eq(0),
+                         is_sweep.eq(0), q.eq(q_next), q_sel.eq(q_next), q_dec.eq(q_next)]
 
-        cur = Signal(ctx_l)       # context as read (or fresh)
-        m.d.comb += cur.eq(Mux(fresh, 0, rd.data))
-        nxt = Signal(ctx_l)
-        m.d.comb += [nxt.eq(cur), wr.addr.eq(q), wr.data.eq(nxt)]
-
-        def units(b):
-            u = (b + (CREDIT_UNIT_BYTES - 1)) >> 6
-            return Mux(u > 0xFFFF, 0xFFFF, u)
-
-        def elapsed(ts):
-            return (now - ts)[:16]
-
-        with m.FSM():
-            with m.State("IDLE"):
-                m.d.sync += fresh.eq(0)
-                with m.If(self.s_rel_done.valid):
-                    m.d.comb += self.s_rel_done.ready.eq(1)
-                    m.d.sync += [ev.eq(EV_REL), rel.bytes.eq(self.s_rel_done.payload.bytes),
-                                 q.eq(self.s_rel_done.payload.queue)]
-                    m.next = "READ"
-                with m.Elif(self.s_grant.valid):
-                    m.d.comb += self.s_grant.ready.eq(1)
-                    g = self.s_grant.payload
-                    gq = g.dgsq[:QB]
-                    ok = (g.type == GSEType.GRANT.value) & (g.dgsq < n) & valid.bit_select(gq, 1) \
-                        & (Array(k_dst)[gq] == g.src_node) & (Array(k_port)[gq] == g.port)
-                    with m.If(ok):
-                        m.d.sync += [ev.eq(EV_GRANT), grant.seq.eq(g.seq), grant.len.eq(g.len), q.eq(gq)]
-                        m.next = "READ"
-                    with m.Else():
-                        m.d.sync += self.stat_grant_unknown.eq(self.stat_grant_unknown + 1)
-                with m.Elif(self.s_pkt.valid & (~turn | ~ctl_due)):
-                    # The lookup is one clock old; a context freed since then no longer
-                    # matches (masked by valid), and allocations happen only here.
-                    with m.If(match_v.any()):
-                        m.d.comb += self.s_pkt.ready.eq(1)
-                        m.d.sync += [ev.eq(EV_PKT), q.eq(_encode(match_v, QB)), pkt_bytes.eq(pk.bytes),
-                                     blocked.eq(0), turn.eq(1)]
-                        m.next = "READ"
-                    with m.Elif(free_oh.any()):
-                        m.d.comb += self.s_pkt.ready.eq(1)
-                        fq = _encode(free_oh, QB)
-                        m.d.sync += [ev.eq(EV_PKT), q.eq(fq), fresh.eq(1), pkt_bytes.eq(pk.bytes),
-                                     blocked.eq(0), turn.eq(1)]
-                        m.d.sync += valid.bit_select(fq, 1).eq(1)
-                        for i in range(n):
-                            with m.If(free_oh[i]):
-                                m.d.sync += [k_dst[i].eq(pk.dst_node), k_port[i].eq(pk.port),
-                                             k_tc[i].eq(pk.tc), k_ten[i].eq(pk.tenant)]
-                        m.d.sync += self.stat_alloc.eq(self.stat_alloc + 1)
-                        m.next = "READ"
-                    with m.Else():
-                        with m.If(~blocked):
-                            m.d.sync += [blocked.eq(1),
-                                         self.stat_pool_full.eq(self.stat_pool_full + 1)]
-                        m.d.sync += turn.eq(0)
-                        with m.If((pick_oh & pending).any()):
-                            m.d.sync += [ev.eq(EV_REQ), q.eq(_encode(pick_oh, QB))]
-                            m.next = "READ"
-                        with m.Else():
-                            m.d.sync += [ev.eq(EV_SWEEP), q.eq(sweep), sweep_due.eq(0),
-                                         sweep.eq(Mux(sweep == n - 1, 0, sweep + 1))]
-                            m.next = "READ"
-                with m.Elif((pick_oh & pending).any()):
-                    m.d.sync += [ev.eq(EV_REQ), q.eq(_encode(pick_oh, QB)), turn.eq(0)]
-                    m.next = "READ"
+            def ctl_event():
+                with m.If(sweep_due | ~req_fifo.r_rdy):
+                    m.d.comb += q_next.eq(sweep)
+                    m.d.sync += [is_sweep.eq(1), sweep_due.eq(0),
+                                 sweep.eq(Mux(sweep == n - 1, 0, sweep + 1))]
                 with m.Else():
-                    m.d.sync += [ev.eq(EV_SWEEP), q.eq(sweep), sweep_due.eq(0),
-                                 sweep.eq(Mux(sweep == n - 1, 0, sweep + 1)), turn.eq(0)]
-                    m.next = "READ"
-            with m.State("READ"):
-                # The memory read port presents context q next clock.
-                m.next = "EXEC"
-            with m.State("EXEC"):
-                done = Signal()
-                write = Signal()
-                qbit = Signal(n)
-                m.d.comb += qbit.eq(1 << q)
-                with m.Switch(ev):
-                    with m.Case(EV_PKT):
-                        nb = Signal(25)
-                        m.d.comb += nb.eq(cur.backlog + pkt_bytes)
-                        newb = Mux(nb > 0xFFFFFF, 0xFFFFFF, nb)
-                        m.d.comb += [
-                            nxt.backlog.eq(newb),
-                            nxt.ts_act.eq(now),
-                            self.m_pkt.valid.eq(1),
-                            self.m_pkt.payload.qid.eq(q),
-                            self.m_pkt.payload.bytes.eq(pkt_bytes),
-                        ]
-                        with m.If(fresh):
-                            m.d.comb += [nxt.ts_req.eq(now), nxt.ts_grant.eq(now)]
-                        m.d.comb += [done.eq(self.m_pkt.ready), write.eq(self.m_pkt.ready)]
-                        grow = (cur.backlog == 0) | (units(newb) >= cur.view + CU)
-                        with m.If(self.m_pkt.ready & grow):
-                            m.d.sync += pending.eq(pending | qbit)
-                    with m.Case(EV_GRANT):
-                        credit = Signal(signed(26))
-                        m.d.comb += credit.eq(cur.balance + (grant.len << 6))
-                        m.d.comb += [
-                            nxt.ack.eq(grant.seq), nxt.have_ack.eq(1), nxt.ts_grant.eq(now),
-                            nxt.view.eq(Mux(cur.view > grant.len, cur.view - grant.len, 0)),
-                            nxt.balance.eq(credit),
-                        ]
-                        with m.If(cur.have_ack & (grant.seq != (cur.ack + 1)[:16])):
-                            m.d.sync += self.stat_grant_gap.eq(self.stat_grant_gap + 1)
-                        need_rel = (credit > 0) & (cur.backlog != 0) & ~cur.rel_pending
-                        with m.If(need_rel):
-                            m.d.comb += [
-                                self.m_rel.valid.eq(1),
-                                self.m_rel.payload.queue.eq(q),
-                                self.m_rel.payload.bytes.eq(credit),
-                                nxt.rel_pending.eq(1),
-                                done.eq(self.m_rel.ready), write.eq(self.m_rel.ready),
-                            ]
-                            with m.If(self.m_rel.ready):
-                                m.d.sync += self.stat_releases.eq(self.stat_releases + 1)
-                        with m.Else():
-                            m.d.comb += [done.eq(1), write.eq(1)]
-                            with m.If((credit > 0) & (cur.backlog == 0)):
-                                m.d.comb += nxt.balance.eq(0)
-                                m.d.sync += self.stat_grant_unused.eq(self.stat_grant_unused + 1)
-                        with m.If(done):
-                            m.d.sync += self.stat_grants.eq(self.stat_grants + 1)
-                    with m.Case(EV_REL):
-                        nb = Mux(cur.backlog > rel.bytes, cur.backlog - rel.bytes, 0)
-                        bal = Signal(signed(26))
-                        m.d.comb += bal.eq(cur.balance - rel.bytes)
-                        m.d.comb += [nxt.backlog.eq(nb), nxt.balance.eq(bal),
-                                     nxt.rel_pending.eq(0), nxt.ts_act.eq(now)]
-                        with m.If((bal > 0) & (nb != 0)):
-                            m.d.comb += [
-                                self.m_rel.valid.eq(1),
-                                self.m_rel.payload.queue.eq(q),
-                                self.m_rel.payload.bytes.eq(bal),
-                                nxt.rel_pending.eq(1),
-                                done.eq(self.m_rel.ready), write.eq(self.m_rel.ready),
-                            ]
-                            with m.If(self.m_rel.ready):
-                                m.d.sync += self.stat_releases.eq(self.stat_releases + 1)
-                        with m.Else():
-                            m.d.comb += [done.eq(1), write.eq(1)]
-                            with m.If(bal > 0):
-                                m.d.comb += nxt.balance.eq(0)
-                    with m.Case(EV_REQ):
-                        with m.If(cur.rel_pending | ~valid.bit_select(q, 1)):
-                            # Ask again after the release report (a fresh backlog figure).
-                            m.d.comb += done.eq(1)
-                            with m.If(~valid.bit_select(q, 1)):
-                                m.d.sync += pending.eq(pending & ~qbit)
-                        with m.Else():
-                            u = units(cur.backlog)
-                            r = self.m_req.payload
-                            m.d.comb += [
-                                self.m_req.valid.eq(1),
-                                r.type.eq(GSEType.REQUEST.value),
-                                r.flags.eq(0),
-                                r.tc.eq(Array(k_tc)[q]),
-                                r.tenant.eq(Array(k_ten)[q]),
-                                r.src_node.eq(self.node_id),
-                                r.dst_node.eq(Array(k_dst)[q]),
-                                r.port.eq(Array(k_port)[q]),
-                                r.ttl.eq(self.ttl),
-                                r.seq.eq(cur.ack),
-                                r.len.eq(u),
-                                r.dgsq.eq(q),
-                                nxt.view.eq(u), nxt.ts_req.eq(now),
-                                done.eq(self.m_req.ready), write.eq(self.m_req.ready),
-                            ]
-                            with m.If(self.m_req.ready):
-                                m.d.sync += [pending.eq(pending & ~qbit),
-                                             self.stat_requests.eq(self.stat_requests + 1),
-                                             rr_mask.eq(~(qbit | (qbit - 1))[:n])]
-                    with m.Case(EV_SWEEP):
-                        m.d.comb += done.eq(1)
-                        live = valid.bit_select(q, 1)
-                        with m.If(live & (cur.backlog != 0) & ~cur.rel_pending
-                                  & (elapsed(cur.ts_req) >= self.refresh_ticks)
-                                  & (elapsed(cur.ts_grant) >= self.refresh_ticks)
-                                  & ~(pending & qbit).any()):
-                            m.d.sync += [pending.eq(pending | qbit),
-                                         self.stat_refresh.eq(self.stat_refresh + 1)]
-                        with m.If(live & (cur.backlog == 0) & ~cur.rel_pending
-                                  & (elapsed(cur.ts_act) >= self.idle_ticks)):
-                            m.d.sync += [valid.bit_select(q, 1).eq(0),
-                                         pending.eq(pending & ~qbit),
-                                         self.stat_freed.eq(self.stat_freed + 1)]
-                        with m.If(live):
-                            # Keep the coarse times from aging past the 16-bit wrap.
-                            m.d.comb += write.eq(1)
-                            with m.If(elapsed(cur.ts_req) >= 2 ** 15):
-                                m.d.comb += nxt.ts_req.eq(now - 2 ** 15)
-                            with m.If(elapsed(cur.ts_grant) >= 2 ** 15):
-                                m.d.comb += nxt.ts_grant.eq(now - 2 ** 15)
-                            with m.If(elapsed(cur.ts_act) >= 2 ** 15):
-                                m.d.comb += nxt.ts_act.eq(now - 2 ** 15)
-                m.d.comb += wr.en.eq(write)
-                with m.If(done):
-                    m.next = "IDLE"
+                    m.d.comb += [req_fifo.r_en.eq(1), q_next.eq(req_fifo.r_data)]
+                    m.d.sync += is_req.eq(1)
 
+            with m.If(self.s_rel_done.valid):
+                m.d.comb += [self.s_rel_done.ready.eq(1), q_next.eq(self.s_rel_done.payload.queue)]
+                m.d.sync += [is_rel.eq(1), rel_bytes.eq(self.s_rel_done.payload.bytes)]
+            with m.Elif(self.s_grant.valid):
+                # Checked against the context in CALC/WRITE (unknown: counted, no effect).
+                gi = self.s_grant.payload
+                m.d.comb += [self.s_grant.ready.eq(1), q_next.eq(gi.dgsq[:QB])]
+                m.d.sync += [is_grant.eq(1), g.src_node.eq(gi.src_node), g.port.eq(gi.port),
+                             g.seq.eq(gi.seq), g.len.eq(gi.len),
+                             g_pre.eq((gi.type == GSEType.GRANT.value) & (gi.dgsq < n)),
+                             g_seq_m1.eq(gi.seq - 1),
+                             g_neg.eq(-(gi.len << 6))]
+            with m.Elif(self.s_pkt.valid & ~freeing & ~cam_hold.any() & (~turn | ~ctl_due)):
+                with m.If(pk_hit | pk_new):
+                    m.d.comb += [self.s_pkt.ready.eq(1), q_next.eq(pk_q)]
+                    m.d.sync += [is_pkt.eq(1), pkt_bytes.eq(pk.bytes), bytes_nz.eq(pk.bytes != 0),
+                                 blocked.eq(0), turn.eq(1),
+                                 pkt_key.dst_node.eq(pk.dst_node), pkt_key.port.eq(pk.port),
+                                 pkt_key.tc.eq(pk.tc), pkt_key.tenant.eq(pk.tenant)]
+                    with m.If(~pk_hit):
+                        m.d.sync += [fresh.eq(1), self.stat_alloc.eq(self.stat_alloc + 1)]
+                with m.Else():
+                    with m.If(~blocked):
+                        m.d.sync += [blocked.eq(1),
+                                     self.stat_pool_full.eq(self.stat_pool_full + 1)]
+                    m.d.sync += turn.eq(0)
+                    ctl_event()
+            with m.Else():
+                m.d.sync += turn.eq(0)
+                ctl_event()
+
+        # ---- CALC: every adder/comparator on the read data, registered ----------------
+        qoh = Signal(n)           # one-hot q, for the flag vectors after WRITE
+        valid_q = Signal()
+        pend_q = Signal()
         used = Signal(QB + 1)
-        m.d.sync += used.eq(sum(valid[i] for i in range(n)))
+        m.d.comb += alloc_calc.eq(st_calc & fresh)
+        with m.If(st_calc):
+            m.d.sync += [qoh.eq(Cat(q_dec == i for i in range(n))),
+                         valid_q.eq(valid.bit_select(q_sel, 1) | fresh),
+                         pend_q.eq(pending.bit_select(q_sel, 1))]
+            with m.If(fresh):
+                # The new key enters the CAM (the next packet is looked up with it).
+                for i in range(n):
+                    with m.If(alloc_oh[i]):
+                        m.d.sync += [k_dst[i].eq(pkt_key.dst_node), k_port[i].eq(pkt_key.port),
+                                     k_tc[i].eq(pkt_key.tc), k_ten[i].eq(pkt_key.tenant),
+                                     valid[i].eq(1)]
+                m.d.sync += used.eq(used + 1)
+        cur = Signal(ctx_l)
+        m.d.comb += cur.eq(rd.data)
+        c = Signal(ctx_l)         # the context as read
+        p_nb = Signal(25)         # PKT: backlog + bytes
+        p_thr = Signal(17)        # PKT: view + container - 1 (credit units)
+        r_diff = Signal(24)       # REL: backlog - bytes (valid if r_gt)
+        r_gt = Signal()           # REL: backlog > bytes (backlog left)
+        r_bal = Signal(signed(26))   # REL: balance - bytes
+        r_pos = Signal()          # REL: balance - bytes > 0
+        g_credit = Signal(signed(26))  # GRANT: balance + credit
+        g_pos = Signal()          # GRANT: balance + credit > 0
+        g_vdiff = Signal(17)      # GRANT: view - len (bit 16: borrow, clip to 0)
+        g_keq = Signal(12)        # GRANT: key chunks equal (src_node, port)
+        u_sum = Signal(19)        # REQ: (backlog + 63) >> 6, credit units before clipping
+        e_req = Signal(16)        # SWEEP: coarse time since REQUEST, GRANT, activity
+        e_grant = Signal(16)
+        e_act = Signal(16)
+        # Comparisons as subtractions whose sign is the answer: one carry chain each.
+        r_pos_d = (rel_bytes - cur.balance)[-1]       # balance - bytes > 0
+        g_pos_d = (g_neg - cur.balance)[-1]           # balance + credit > 0
+        r_gt_d = (rel_bytes - cur.backlog)[-1]        # backlog > bytes (borrow)
+        with m.If(st_calc):
+            m.d.sync += [
+                st_calc.eq(0), st_write.eq(1),
+                c.eq(cur),
+                p_nb.eq(cur.backlog + pkt_bytes),
+                p_thr.eq(cur.view + (CU - 1)),
+                r_diff.eq(cur.backlog - rel_bytes),
+                r_gt.eq(r_gt_d),
+                r_bal.eq(cur.balance - rel_bytes),
+                r_pos.eq(r_pos_d),
+                g_credit.eq(cur.balance + (g.len << 6)),
+                g_pos.eq(g_pos_d),
+                g_vdiff.eq(cur.view - g.len),
+                g_keq.eq(Cat(_chunks_equal(cur.dst_node, g.src_node),
+                             _chunks_equal(cur.port, g.port))),
+                u_sum.eq((cur.backlog + (CREDIT_UNIT_BYTES - 1))[6:]),
+                e_req.eq(now - cur.ts_req),
+                e_grant.eq(now - cur.ts_grant),
+                e_act.eq(now - cur.ts_act),
+            ]
+
+        # ---- WRITE: decisions from registered results ---------------------------------
+        nxt = Signal(ctx_l)
+        m.d.comb += nxt.eq(c)
+        write = Signal()
+        # Effects on the flag vectors, the FIFO and the counters are decided in WRITE and
+        # applied one clock later from registers (q and qoh still hold then: they change
+        # at the end of the next ACCEPT and CALC; CALC, the first to look, comes after).
+        fx_names = ("set_pend", "clr_pend", "push", "free", "refresh", "grant", "gap",
+                    "unused", "unknown")
+        fx = {k: Signal(name=f"fx_{k}") for k in fx_names}       # decided (comb)
+        fx_r = {k: Signal(name=f"fx_{k}_r") for k in fx_names}   # registered, applied
+        set_pend, clr_pend, push = fx["set_pend"], fx["clr_pend"], fx["push"]
+        g_ok = Signal()
+        m.d.comb += g_ok.eq(g_pre & valid_q & g_keq.all())
+        emit = valid_q & ~c.rel_pending       # REQ: live context without a release out
+        rel_out = Signal()        # m_rel carries a release request
+        u = Signal(16)
+        m.d.comb += u.eq(Mux(u_sum[16:].any(), 0xFFFF, u_sum[:16]))
+
+        with m.If(st_write):
+            # PKT
+            with m.If(is_pkt):
+                m.d.comb += [
+                    nxt.backlog.eq(Mux(p_nb[24], 0xFFFFFF, p_nb[:24])),
+                    nxt.nz.eq(c.nz | bytes_nz),
+                    nxt.ts_act.eq(now),
+                    self.m_pkt.valid.eq(1),
+                    done.eq(self.m_pkt.ready), write.eq(1),
+                ]
+                # units(backlog) >= view + container  <=>  backlog > (view + CU - 1) * 64
+                grow = ~c.nz | (~p_thr[16] & (p_thr[:16] != 0xFFFF) & (p_nb > Cat(C(0, 6), p_thr)))
+                m.d.comb += set_pend.eq(grow | fresh)
+                with m.If(fresh):
+                    # A new key: what was read is a former context's; start from zero.
+                    m.d.comb += [
+                        nxt.eq(0),
+                        nxt.backlog.eq(pkt_bytes), nxt.nz.eq(bytes_nz),
+                        nxt.ts_act.eq(now), nxt.ts_req.eq(now), nxt.ts_grant.eq(now),
+                        nxt.dst_node.eq(pkt_key.dst_node), nxt.port.eq(pkt_key.port),
+                        nxt.tc.eq(pkt_key.tc), nxt.tenant.eq(pkt_key.tenant),
+                    ]
+            # GRANT
+            with m.If(is_grant):
+                # The write data does not wait for the key check (no write without it).
+                rel_g = g_pos & c.nz & ~c.rel_pending      # release the credit
+                unused = g_pos & ~c.nz                      # queue ran dry: drop it
+                m.d.comb += [
+                    nxt.ack.eq(g.seq), nxt.have_ack.eq(1), nxt.ts_grant.eq(now),
+                    nxt.view.eq(Mux(g_vdiff[16], 0, g_vdiff[:16])),
+                    nxt.balance.eq(Mux(unused, 0, g_credit)),
+                    nxt.rel_pending.eq(c.rel_pending | rel_g),
+                ]
+                with m.If(g_ok):
+                    m.d.comb += [write.eq(1), rel_out.eq(rel_g), fx["unused"].eq(unused),
+                                 fx["grant"].eq(1),
+                                 fx["gap"].eq(c.have_ack & (g_seq_m1 != c.ack))]
+                with m.Else():
+                    m.d.comb += fx["unknown"].eq(1)
+            # REL
+            with m.If(is_rel):
+                m.d.comb += [
+                    nxt.backlog.eq(Mux(r_gt, r_diff, 0)), nxt.nz.eq(r_gt),
+                    nxt.balance.eq(r_bal), nxt.rel_pending.eq(0), nxt.ts_act.eq(now),
+                    write.eq(1),
+                ]
+                m.d.comb += nxt.rel_pending.eq(r_pos & r_gt)
+                with m.If(r_pos & r_gt):
+                    m.d.comb += rel_out.eq(1)
+                with m.Else():
+                    with m.If(r_pos):
+                        m.d.comb += nxt.balance.eq(0)
+                    # No release out any more: a waiting REQUEST is due again.
+                    m.d.comb += [nxt.req_wait.eq(0), push.eq(c.req_wait)]
+            with m.If(rel_out):
+                m.d.comb += [self.m_rel.valid.eq(1), done.eq(self.m_rel.ready)]
+                with m.If(self.m_rel.ready):
+                    m.d.sync += self.stat_releases.eq(self.stat_releases + 1)
+            with m.Elif(is_grant | is_rel):
+                m.d.comb += done.eq(1)
+            # REQ
+            with m.If(is_req):
+                with m.If(emit):
+                    r = self.m_req.payload
+                    m.d.comb += [
+                        self.m_req.valid.eq(1),
+                        nxt.view.eq(u), nxt.ts_req.eq(now),
+                        done.eq(self.m_req.ready), write.eq(1),
+                        clr_pend.eq(1),
+                    ]
+                    with m.If(self.m_req.ready):
+                        m.d.sync += self.stat_requests.eq(self.stat_requests + 1)
+                with m.Elif(valid_q):
+                    # A release is out: the REQUEST waits for its report (a fresh backlog
+                    # figure); the report puts the id back in the FIFO (pending stays set).
+                    m.d.comb += [done.eq(1), write.eq(1), nxt.req_wait.eq(1)]
+                with m.Else():
+                    m.d.comb += [done.eq(1), clr_pend.eq(1)]
+            # SWEEP
+            with m.If(is_sweep):
+                m.d.comb += done.eq(1)
+                with m.If(valid_q):
+                    with m.If(c.nz & ~c.rel_pending & ~pend_q
+                              & (e_req >= self.refresh_ticks) & (e_grant >= self.refresh_ticks)):
+                        m.d.comb += [set_pend.eq(1), fx["refresh"].eq(1)]
+                    with m.If(~c.nz & ~c.rel_pending & (e_act >= self.idle_ticks)):
+                        # A REQUEST still due stays in the FIFO; it finds the context
+                        # free (dropped) or reused (then due anyway: a new queue).
+                        m.d.comb += fx["free"].eq(1)
+                    # Keep the coarse times from aging past the 16-bit wrap.
+                    m.d.comb += write.eq(1)
+                    with m.If(e_req[15]):
+                        m.d.comb += nxt.ts_req.eq(now - 2 ** 15)
+                    with m.If(e_grant[15]):
+                        m.d.comb += nxt.ts_grant.eq(now - 2 ** 15)
+                    with m.If(e_act[15]):
+                        m.d.comb += nxt.ts_act.eq(now - 2 ** 15)
+            with m.If(done):
+                m.d.sync += [st_write.eq(0), st_idle.eq(1)]
+        for k in fx_names:
+            cond = fx[k] & ~pend_q if k == "set_pend" else fx[k]
+            m.d.sync += fx_r[k].eq(st_write & done & cond)
+
+        # Applied one clock after WRITE (during the next ACCEPT).
+        with m.If(fx_r["set_pend"]):
+            m.d.sync += pending.eq(pending | qoh)
+        with m.If(fx_r["clr_pend"]):
+            m.d.sync += pending.eq(pending & ~qoh)
+        with m.If(fx_r["free"]):
+            m.d.sync += [valid.eq(valid & ~qoh), used.eq(used - 1)]
+        m.d.comb += freeing.eq(fx_r["free"])
+        for k, stat in (("free", self.stat_freed), ("refresh", self.stat_refresh),
+                        ("grant", self.stat_grants), ("gap", self.stat_grant_gap),
+                        ("unused", self.stat_grant_unused), ("unknown", self.stat_grant_unknown)):
+            with m.If(fx_r[k]):
+                m.d.sync += stat.eq(stat + 1)
+        # The request FIFO: pushes one clock after WRITE, pops only in ACCEPT.
+        m.d.comb += [req_fifo.w_en.eq(fx_r["push"] | fx_r["set_pend"]), req_fifo.w_data.eq(q)]
+
+        r = self.m_req.payload
+        m.d.comb += [
+            self.m_pkt.payload.qid.eq(q),
+            self.m_pkt.payload.bytes.eq(pkt_bytes),
+            self.m_rel.payload.queue.eq(q),
+            self.m_rel.payload.bytes.eq(Mux(is_grant, g_credit, r_bal)),
+            r.type.eq(GSEType.REQUEST.value),
+            r.flags.eq(0),
+            r.tc.eq(c.tc),
+            r.tenant.eq(c.tenant),
+            r.src_node.eq(self.node_id),
+            r.dst_node.eq(c.dst_node),
+            r.port.eq(c.port),
+            r.ttl.eq(self.ttl),
+            r.seq.eq(c.ack),
+            r.len.eq(u),
+            r.dgsq.eq(q),
+        ]
+
+        # Context memory: WRITE's write-back (the next ACCEPT reads it a clock later).
+        m.d.comb += [wr.addr.eq(q), wr.data.eq(nxt), wr.en.eq(st_write & write & done)]
         m.d.comb += self.ctx_used.eq(used)
         return m
 
