@@ -5,6 +5,7 @@ from amaranth.lib.wiring import In, Out
 
 from .catalog import BlockSpec
 from .gse_header import CONTAINER_BYTES, CREDIT_UNIT_BYTES
+from .voq_ram import VOQRam
 
 __all__ = ["GrantArbiter", "request_layout", "arrival_layout", "grant_layout", "cfg_layout",
            "N_CLASSES"]
@@ -12,6 +13,12 @@ __all__ = ["GrantArbiter", "request_layout", "arrival_layout", "grant_layout", "
 N_CLASSES = 8          # traffic classes 0..7, 7 highest
 SEQ_BITS = 16
 DEBT_MAX = 511         # credit units an overrun may leave as debt (clamped)
+
+# Operations of the slot-update pipeline.
+OP_REQ, OP_ARR, OP_EXP, OP_GNT = range(4)
+#: Stages of the two slot-update lanes, entry to write-back (see the class docstring).
+GRANT_STAGES = 6
+ENGINE_STAGES = 8
 
 
 def request_layout():
@@ -37,17 +44,44 @@ def cfg_layout(tid_bits):
     return data.StructLayout({"tenant": tid_bits, "weight": 8})
 
 
+def slot_layout(inflight_bits, cleft_bits):
+    """One word of the slot memory: a requester's key, class, tenant and credit state."""
+    return data.StructLayout({
+        "src_node": 16, "dgsq": 16, "tc": 3, "tenant": 12,
+        "demand": 16,                    # credit units still to grant
+        "inflight": inflight_bits,       # containers granted and not yet arrived
+        "cleft": signed(cleft_bits),     # credit granted minus arrived (negative: debt)
+        "gseq": SEQ_BITS,                # seq of the next GRANT
+        "quota": 8,                      # grants left in this round (when in the round)
+        "rc": 2,                         # containers completed since the last REQUEST
+    })
+
+
 def _onehot_first(x):
     # Lowest set bit of x as a one-hot vector (a carry chain on ECP5).
     return x & (-x).as_unsigned()[:len(x)]
+
+
+def _and_or(onehot, bits):
+    """``bits[i]`` for the one set bit of ``onehot`` (0 when none)."""
+    return (onehot & bits).any()
+
+
+def _encode(onehot, bits):
+    return Cat(Cat(onehot[i] for i in range(len(onehot)) if (i >> b) & 1).any()
+               for b in range(bits))
+
+
+def _pos(x):
+    return Mux(x > 0, x, 0)
 
 
 class GrantArbiter(wiring.Component):
     """Grant arbiter of one egress port: one grant decision per clock.
 
     Requesters occupy ``n_req`` slots allocated on demand: a REQUEST from a new
-    (``src_node``, ``dgsq``) takes the lowest free slot (a full CAM over the slot keys);
-    a slot is freed when it has neither demand nor a container in flight. Each grant
+    (``src_node``, ``dgsq``) takes the lowest free slot (a CAM over the slot keys); a
+    slot is freed when it has neither demand nor a container in flight. Each grant
     is one container of ``grant_credits`` credit units, issued only while
     ``outstanding + grant_credits <= min(egress_room, buffer_credits)``, where
     ``outstanding`` is credit granted and not yet arrived: nothing granted can
@@ -71,10 +105,25 @@ class GrantArbiter(wiring.Component):
     * ``egress_room``: free space of the egress buffer in credit units.
     * ``outstanding``, ``slots_used`` and ``stat_*`` counters (see docs/dgsq.md).
 
-    Timing: decisions are pipelined over three stages (eligibility, class select,
-    round-robin pick); a grant's own effect reaches the pick two clocks later, so the
-    slots granted in the previous two clocks are masked from the pick (never a double
-    grant). Requests and arrivals go through one lookup engine: 3 clocks each.
+    Architecture and timing (docs/dgsq.md has the details). Only what the pick needs
+    for all slots at once lives in flip-flops (per slot: live, eligible, class,
+    in-round, fresh, last-quota, lease age; and the CAM keys). The rest of a slot's
+    state is one word in block RAM, in two banks (kept modules
+    ``gse_grant_slot_ram_g`` / ``_e``) with a live-value table: the **grant lane**
+    (``GRANT_STAGES`` = 6 clocks: address, read, credit flags + GRANT out, credit
+    split, new word, write-back) writes bank G, the **engine lane** (``ENGINE_STAGES``
+    = 8 clocks) bank E, each reads both: two read-modify-writes per clock. The pick:
+    stage A registers which classes have an eligible slot, stage B the top class's
+    eligible slots, stage C picks round-robin among those still in the round (carry-
+    chain priority pick from a thermometer pointer) or starts a new round. The engine
+    (REQUESTs, arrival reports via a same-queue accumulator, lease expiries) is
+    accept -> CAM compare -> target (with forwarding of keys not yet written) -> enter
+    (when the target has no operation in a lane, checked a clock ahead): one
+    operation per 2 clocks. A slot with an operation in a lane is masked from the pick
+    (one register) and waited for by the engine, so no slot ever has two operations in
+    flight (formally checked). So: one decision per clock while the top class has at
+    least 8 eligible slots; a single requester is granted at most every 8 clocks.
+    GRANTs leave through an 8-entry FIFO 3 clocks after their decision.
     """
 
     def __init__(self, n_req=64, buffer_credits=1024, grant_credits=CONTAINER_BYTES // CREDIT_UNIT_BYTES,
@@ -112,38 +161,35 @@ class GrantArbiter(wiring.Component):
             "stat_lease_expired": Out(32),
             "stat_room_stall": Out(32),
         })
-        n = n_req
-        G = grant_credits
-        K = max_inflight
-        # Per-slot state (flip-flops: the pick needs all slots in parallel).
-        self.valid = Signal(n)
-        self.nz = Signal(n)                       # demand != 0, kept with demand
-        self.inflok = Signal(n)                   # inflight < max_inflight
-        self.qnz = Signal(n)                      # quota != 0
-        self.ksrc = [Signal(16, name=f"ksrc{i}") for i in range(n)]
-        self.kdgsq = [Signal(16, name=f"kdgsq{i}") for i in range(n)]
-        self.tc_oh = [Signal(N_CLASSES, name=f"tc_oh{i}") for i in range(n)]
-        self.tenant = [Signal(12, name=f"tenant{i}") for i in range(n)]
-        self.demand = [Signal(16, name=f"demand{i}") for i in range(n)]
-        self.inflight = [Signal(range(K + 1), name=f"inflight{i}") for i in range(n)]
-        # Credit granted minus credit arrived; negative: an overrun the source repays
-        # from its next grant (that grant then brings no container, or a shorter one).
+        n, K, G = n_req, max_inflight, grant_credits
         self.cw = max(K * G, DEBT_MAX).bit_length() + 2
-        self.cleft = [Signal(signed(self.cw), name=f"cleft{i}") for i in range(n)]
-        self.repay = [Signal(range(G + 1), name=f"repay{i}") for i in range(n)]
-        self.gseq = [Signal(SEQ_BITS, name=f"gseq{i}") for i in range(n)]
-        self.quota = [Signal(8, name=f"quota{i}") for i in range(n)]
-        self.age = [Signal(3, name=f"age{i}") for i in range(n)]
-        self.outst = Signal(range(buffer_credits + 1))
-        # Decision of this clock (for formal checks).
-        self.g_fire = Signal()
-        self.g_sel = Signal(n)
+        self.slot_l = slot_layout(max(1, K.bit_length()), self.cw)
+        # Visible to the formal checks (tests/test_dgsq_formal.py).
+        self.valid = Signal(n)
+        self.outst = Signal(range(buffer_credits + 1))     # counted (one clock behind)
+        self.outst_now = Signal(range(buffer_credits + G + 1))  # incl. last clock's grant
+        self.g_fire = Signal()              # a grant decided this clock
+        self.g_sel = Signal(n)              # its slot (one-hot)
+        self.chk_grant = Signal()           # a grant's slot state is being read (stage 3)
+        self.chk_live = Signal()            # ... its slot is live
+        self.chk_demand = Signal(16)        # ... its demand before the grant
+        self.chk_inflight = Signal(range(K + 1))
+        self.gv = Signal(GRANT_STAGES)      # grant lane: stage k+1 holds a grant
+        self.goh = [Signal(n, name=f"g{k}_oh") for k in range(1, GRANT_STAGES + 1)]
+        self.ev = Signal(ENGINE_STAGES)     # engine lane
+        self.eoh = [Signal(n, name=f"e{k}_oh") for k in range(1, ENGINE_STAGES + 1)]
+        #: (valid, slot one-hot) of every stage of both lanes
+        self.pipe = ([(self.gv[k], self.goh[k]) for k in range(GRANT_STAGES)]
+                     + [(self.ev[k], self.eoh[k]) for k in range(ENGINE_STAGES)])
 
     def elaborate(self, platform):
         m = Module()
         n, G, K = self.n_req, self.grant_credits, self.max_inflight
         BUF = self.buffer_credits
+        cw = self.cw
         AGE_MAX = 4
+        slot_l = self.slot_l
+        SB = self.slot_bits
 
         weights = Array(Signal(8, init=1, name=f"weight{t}") for t in range(self.n_tenants))
         m.d.comb += self.s_cfg.ready.eq(1)
@@ -151,375 +197,622 @@ class GrantArbiter(wiring.Component):
             m.d.sync += weights[self.s_cfg.payload.tenant].eq(
                 Mux(self.s_cfg.payload.weight == 0, 1, self.s_cfg.payload.weight))
 
-        def weight_of(i):
-            return weights[self.tenant[i][:self.tid_bits]] if self.n_tenants > 1 else weights[0]
+        def weight_of(tenant):
+            return weights[tenant[:self.tid_bits]] if self.n_tenants > 1 else weights[0]
 
-        # ---- Stage A: per-class eligibility vectors (registered) -------------------
-        elig = Signal(n)
-        m.d.comb += elig.eq(self.valid & self.nz & self.inflok)
-        a_cm = [Signal(n, name=f"a_cm{c}") for c in range(N_CLASSES)]
-        a_cq = [Signal(n, name=f"a_cq{c}") for c in range(N_CLASSES)]
+        # ---- Per-slot flip-flops -----------------------------------------------------
+        valid = self.valid
+        elig = Signal(n)            # demand != 0 and inflight < K
+        inq = Signal(n)             # still in the current round of its class
+        qlast = Signal(n)           # the next grant uses the slot's last quota
+        fresh = Signal(n)           # refilled by a new round: its quota is its weight
+        w1 = Signal(n)              # its weight is 1 (as of its last write-back)
+        exh = Signal(n)             # a grant now would use the slot's last quota
+        inflnz = Signal(n)          # containers in flight (lease running)
+        tc_oh = [Signal(N_CLASSES, name=f"tc_oh{i}") for i in range(n)]
+        age = [Signal(3, name=f"age{i}") for i in range(n)]
+        ksrc = [Signal(16, name=f"ksrc{i}") for i in range(n)]
+        kdgsq = [Signal(16, name=f"kdgsq{i}") for i in range(n)]
+        col = [Cat(tc_oh[i][c] for i in range(n)) for c in range(N_CLASSES)]
+        m.d.comb += exh.eq((fresh & w1) | (~fresh & qlast))
+
+        # ---- Slot memory: two banks, one per lane (2 writes + 2 reads per clock) ------
+        # Bank G is written by the grant lane, bank E by the engine lane; each has a
+        # read port per lane; ``lvt`` says which bank holds a slot's latest word.
+        m.submodules.ram_g = ram_g = VOQRam(slot_l.size, n, n_read=2)
+        m.submodules.ram_e = ram_e = VOQRam(slot_l.size, n, n_read=2)
+        lvt = Signal(n)
+
+        # ---- Lane registers: stage k (1-based) of a lane at index k-1 -------------------
+        PG, PE = GRANT_STAGES, ENGINE_STAGES
+        gv, goh = self.gv, self.goh
+        ev, eoh = self.ev, self.eoh
+        # Slot sets over the lanes, each the OR of registered sets (stage 1 of both
+        # lanes plus the later stages, OR-ed a clock early), so none is a wide OR:
+        #   busy: an operation in a lane; busy_next: ... that is still there next clock;
+        #   mask (for the pick): busy, written back last clock (the pick's view of it
+        #   is a clock late), or the engine's waiting target.
+        def stages(lane_v, lane_oh, ks):
+            return [Mux(lane_v[k], lane_oh[k], 0) for k in ks]
+        s0 = Signal(n)
+        m.d.comb += s0.eq(Mux(gv[0], goh[0], 0) | Mux(ev[0], eoh[0], 0))
+        r_busy, r_next = Signal(n), Signal(n)
+        m.d.sync += [
+            r_busy.eq(_or_all(stages(gv, goh, range(PG - 1)) + stages(ev, eoh, range(PE - 1)), n)),
+            r_next.eq(_or_all(stages(gv, goh, range(PG - 2)) + stages(ev, eoh, range(PE - 2)), n)),
+        ]
+        busy, busy_next = Signal(n), Signal(n)
+        m.d.comb += [busy.eq(s0 | r_busy), busy_next.eq(s0 | r_next)]
+        # The pick's mask is one register: this clock's grant, every lane stage (next
+        # clock one stage on, or written back: the pick's view of it is a clock late),
+        # and the engine's target in E or about to enter E.
+        mask = Signal(n)
+        mask_next = Signal(n)
+        m.d.sync += mask.eq(mask_next)
+
+        # ---- Stage A: which classes have an eligible slot (registered) ---------------
+        live_elig = Signal(n)
+        m.d.comb += live_elig.eq(valid & elig)
         a_any = Signal(N_CLASSES)
-        a_anyq = Signal(N_CLASSES)
-        for c in range(N_CLASSES):
-            col = Cat(self.tc_oh[i][c] for i in range(n))
-            m.d.sync += [
-                a_cm[c].eq(elig & col),
-                a_cq[c].eq(elig & col & self.qnz),
-                a_any[c].eq((elig & col).any()),
-                a_anyq[c].eq((elig & col & self.qnz).any()),
-            ]
+        m.d.sync += a_any.eq(Cat((live_elig & col[c]).any() for c in range(N_CLASSES)))
 
-        # ---- Stage B: top class, its candidate vector (registered) -----------------
-        b_m = Signal(n)
-        b_top = Signal(range(N_CLASSES))
-        b_reset = Signal()          # no candidate in the top class has quota: new round
-        b_valid = Signal()
-        top_c = Signal(range(N_CLASSES))
+        # ---- Stage B: the top class and its eligible slots (registered) ---------------
+        top_oh = Signal(N_CLASSES)
         for c in range(N_CLASSES):
             with m.If(a_any[c]):
-                m.d.comb += top_c.eq(c)
-        m.d.sync += [
-            b_top.eq(top_c),
-            b_valid.eq(a_any.any()),
-            b_reset.eq(~a_anyq.bit_select(top_c, 1)),
-            b_m.eq(Mux(a_anyq.bit_select(top_c, 1),
-                       Array(a_cq)[top_c], Array(a_cm)[top_c])),
-        ]
+                m.d.comb += top_oh.eq(1 << c)
+        b_valid = Signal()
+        b_ce = Signal(n)            # eligible slots of the top class
+        b_col = Signal(n)           # all slots of the top class
+        in_top = Signal(n)
+        m.d.comb += in_top.eq(Cat((tc_oh[i] & top_oh).any() for i in range(n)))
+        m.d.sync += [b_valid.eq(a_any.any()), b_col.eq(in_top), b_ce.eq(live_elig & in_top)]
 
-        # ---- Stage C: round-robin pick, with pending-grant bookkeeping --------------
-        prev1 = Signal(n)           # slot granted one clock ago
-        prev2 = Signal(n)           # two clocks ago
-        op_mask = Signal(n)         # slot the lookup engine is updating
-        ptr = Signal(n)             # slots above the last-but-one grant (thermometer)
-        reset_hold = Signal(2)      # ignore stale round resets for two clocks
-        cand = Signal(n)
-        m.d.comb += cand.eq(b_m & ~prev1 & ~prev2 & ~op_mask)
-        hi = Signal(n)
-        m.d.comb += hi.eq(cand & ptr)
-        oh_hi = Signal(n)
-        oh_all = Signal(n)
-        m.d.comb += [oh_hi.eq(_onehot_first(hi)), oh_all.eq(_onehot_first(cand))]
+        # ---- Stage C: the pick --------------------------------------------------------
+        ptr = Signal(n)             # thermometer: slots above the last-but-one grant
+        # Top-class slots still in the round (masked or not). A grant's effect on its
+        # slot's round flags is applied a clock later (from the grant lane's stage 1):
+        # until then the slot is masked, and here discounted if that grant used its last
+        # quota.
+        g1_exh = Signal(n)          # registered at the pick: sel & exh
+        q_all = Signal(n)
+        m.d.comb += q_all.eq(b_ce & inq & ~g1_exh)
+        q_m = Signal(n)
+        a_m = Signal(n)
+        m.d.comb += [q_m.eq(b_ce & inq & ~mask), a_m.eq(b_ce & ~mask)]
+        qh, ah = Signal(n), Signal(n)
+        m.d.comb += [qh.eq(q_m & ptr), ah.eq(a_m & ptr)]
+        any_q = Signal()
+        m.d.comb += any_q.eq(q_all.any())
+        f_qh, f_q, f_ah, f_a = Signal(n), Signal(n), Signal(n), Signal(n)
+        m.d.comb += [f_qh.eq(_onehot_first(qh)), f_q.eq(_onehot_first(q_m)),
+                     f_ah.eq(_onehot_first(ah)), f_a.eq(_onehot_first(a_m))]
         sel = Signal(n)
-        m.d.comb += sel.eq(Mux(hi.any(), oh_hi, oh_all))
+        cand_any = Signal()
+        # In the round: the next of its slots; none left in it: a new round starts.
+        with m.If(any_q):
+            m.d.comb += [sel.eq(Mux(qh.any(), f_qh, f_q)), cand_any.eq(q_m.any())]
+        with m.Else():
+            m.d.comb += [sel.eq(Mux(ah.any(), f_ah, f_a)), cand_any.eq(a_m.any())]
 
-        room = Signal(16)
-        m.d.sync += room.eq(Mux(self.egress_room > BUF, BUF, self.egress_room))
+        # Room: grants are counted into ``outst`` one clock late; ok_a/ok_b are computed
+        # a clock ahead for "a grant last clock" / "none" (releases are ignored then:
+        # the safe side).
+        fire_d = self.gv[0]         # a grant was decided last clock
+        sub = Signal(range(2 * (max(K * G, DEBT_MAX) + 1)))  # credit released this clock
+        ok_a, ok_b = Signal(), Signal()
+        outst = self.outst
+        m.d.comb += self.outst_now.eq(outst + Mux(fire_d, G, 0))
+        room_next = Signal(16)
+        m.d.comb += room_next.eq(Mux(self.egress_room > BUF, BUF, self.egress_room))
+        m.d.sync += [ok_a.eq(self.outst_now + 2 * G <= room_next),
+                     ok_b.eq(self.outst_now + G <= room_next)]
         room_ok = Signal()
-        m.d.comb += room_ok.eq(self.outst + G <= room)
+        m.d.comb += room_ok.eq(Mux(fire_d, ok_a, ok_b))
+        m.d.sync += outst.eq(Mux(self.outst_now > sub, self.outst_now - sub, 0))
+        m.d.comb += self.outstanding.eq(self.outst_now)
 
+        # Output FIFO reservations: one per grant decided, returned as grants leave.
+        FIFO_DEPTH = 8
         out_fifo = m.submodules.out_fifo = fifo.SyncFIFOBuffered(
-            width=len(self.m_grant.payload.as_value()), depth=4)
-        o_valid = Signal()          # a grant in the output stage
+            width=len(self.m_grant.payload.as_value()), depth=FIFO_DEPTH)
+        fcred = Signal(range(FIFO_DEPTH + 1), init=FIFO_DEPTH)
         fifo_ok = Signal()
-        # Room for the grant in the output stage and this one: never a write when full.
-        m.d.comb += fifo_ok.eq(out_fifo.level + o_valid < out_fifo.depth)
+        rd = Signal()
+        m.d.comb += rd.eq(self.m_grant.valid & self.m_grant.ready)
+        fcred_next = Signal(range(FIFO_DEPTH + 2))
+        m.d.comb += fcred_next.eq(fcred - fire_d + rd)
+        m.d.sync += [fcred.eq(fcred_next), fifo_ok.eq(fcred_next >= 2)]
 
+        eng_go = Signal()           # the lookup engine's operation enters its lane
         g_fire = self.g_fire
-        m.d.comb += [g_fire.eq(b_valid & cand.any() & room_ok & fifo_ok),
+        m.d.comb += [g_fire.eq(b_valid & cand_any & room_ok & fifo_ok),
                      self.g_sel.eq(Mux(g_fire, sel, 0))]
-        do_reset = Signal()
-        m.d.comb += do_reset.eq(g_fire & b_reset & (reset_hold == 0))
-        m.d.sync += [prev1.eq(self.g_sel), prev2.eq(prev1)]
-        m.d.sync += reset_hold.eq(Mux(do_reset, 2, Mux(reset_hold != 0, reset_hold - 1, 0)))
+        new_round = Signal()
+        m.d.comb += new_round.eq(g_fire & ~any_q)
+        m.d.sync += g1_exh.eq(self.g_sel & exh)
         g_d = Signal(n)
         m.d.sync += g_d.eq(self.g_sel)
         with m.If(g_d.any()):
-            # Thermometer of the slots above the grant (the pick is one clock behind).
+            # Thermometer of the slots above the grant (the pick is one clock behind:
+            # harmless, the granted slot is masked).
             m.d.sync += ptr.eq(~(g_d | (g_d - 1)[:n]))
-
-        with m.If(b_valid & cand.any() & ~room_ok):
+        with m.If(b_valid & cand_any & ~room_ok):
             m.d.sync += self.stat_room_stall.eq(self.stat_room_stall + 1)
         with m.If(g_fire):
             m.d.sync += self.stat_grants.eq(self.stat_grants + 1)
+        # Round bookkeeping at the pick: a new round puts every slot of the class in it
+        # with its weight as quota (``fresh``: applied at its next grant); a grant with
+        # the last quota takes its slot out of the round.
+        for i in range(n):
+            with m.If(new_round & b_col[i]):
+                m.d.sync += [inq[i].eq(1), fresh[i].eq(1)]
+            with m.Elif(gv[0] & goh[0][i]):
+                m.d.sync += [inq[i].eq(~exh[i]), fresh[i].eq(0)]
 
-        # ---- Output stage: read the granted slot's fields into the FIFO ------------
-        o_slot = Signal(self.slot_bits)
-        m.d.sync += o_valid.eq(g_fire)
-        m.d.sync += o_slot.eq(_encode(sel, self.slot_bits))
-        g = Signal(grant_layout(self.slot_bits))
-        m.d.comb += [
-            g.slot.eq(o_slot),
-            g.src_node.eq(Array(self.ksrc)[o_slot]),
-            g.dgsq.eq(Array(self.kdgsq)[o_slot]),
-            g.tenant.eq(Array(self.tenant)[o_slot]),
-            g.seq.eq(Array(self.gseq)[o_slot]),
-            g.credit.eq(G),
-        ]
-        tc_o = Array(self.tc_oh)[o_slot]
-        for c in range(N_CLASSES):
-            with m.If(tc_o[c]):
-                m.d.comb += g.tc.eq(c)
-        m.d.comb += [
-            out_fifo.w_data.eq(g),
-            out_fifo.w_en.eq(o_valid),
-            self.m_grant.payload.eq(out_fifo.r_data),
-            self.m_grant.valid.eq(out_fifo.r_rdy),
-            out_fifo.r_en.eq(self.m_grant.ready),
-        ]
-
-        # ---- Lease clock -------------------------------------------------------------
+        # ---- Lookup engine: REQUESTs, arrivals and lease expiries, one at a time -----
         tick_period = max(1, self.lease_cycles // AGE_MAX)
         tick_cnt = Signal(range(tick_period))
         tick = Signal()
         m.d.comb += tick.eq(tick_cnt == tick_period - 1)
         m.d.sync += tick_cnt.eq(Mux(tick, 0, tick_cnt + 1))
-
-        # ---- Lookup engine: REQUESTs, arrivals and lease expiries, one at a time -----
-        # ACCEPT: compare the offered key with every slot (registered match vector);
-        # READ: choose the target slot and read its fields; APPLY: write it back.
-        # The target is masked from the pick from READ until APPLY's effect has
-        # reached stage C (two clocks after APPLY).
-        ST_ACCEPT, ST_READ, ST_APPLY = 0, 1, 2
-        eng = Signal(2)
         expired = Signal(n)
-        m.d.comb += expired.eq(Cat((self.age[i] == AGE_MAX) & (self.inflight[i] != 0)
-                                   for i in range(n)) & self.valid)
+        m.d.comb += expired.eq(Cat((age[i] == AGE_MAX) for i in range(n)) & inflnz & valid)
+        # The expiry candidate: registered (B checks it is still expired).
         exp_oh = Signal(n)
-        m.d.sync += exp_oh.eq(_onehot_first(expired))
+        exp_any = Signal()
+        m.d.sync += [exp_oh.eq(_onehot_first(expired & ~busy)), exp_any.eq((expired & ~busy).any())]
 
-        op_kind = Signal(2)         # 0 request, 1 arrival, 2 expiry
-        turn = Signal(2)            # whose turn it is among the three
-        op_req = Signal(request_layout())
-        op_arr_credits = Signal(16)   # (src_node, dgsq) are matched when latched
-        op_arr_last = Signal()
-        match = Signal(n)
-        free_oh = Signal(n)
-        tgt = Signal(n)
+        # Four stages, one operation each: accept (operands latched into A), A (CAM
+        # compare, registered), B (target chosen), E (waits until its target has no
+        # operation in either lane, checked a clock ahead, then enters the engine
+        # lane). An operation takes at least 2 clocks in E: one operation per 2 clocks.
+        turn = Signal(2)
+        a_v, a_kind = Signal(), Signal(2)
+        a_req = Signal(request_layout())
+        a_cred, a_last = Signal(16), Signal()
+        a_exp = Signal(n)
+        e_v, e_kind, e_has, e_hit_r = Signal(), Signal(2), Signal(), Signal()
+        e_req = Signal(request_layout())
+        e_arr_cred, e_arr_last = Signal(16), Signal()
+        e_tgt = Signal(n)
+        e_hit = Signal()
+        m.d.comb += e_hit.eq(e_hit_r)
+        e_armed, e_ok = Signal(), Signal()
+        # An expiry enters only if its slot is still expired (progress may have come).
+        e_exp_live = Signal()
+        e_is_exp = Signal()
+        m.d.comb += e_is_exp.eq(e_kind == OP_EXP)
+        m.d.comb += eng_go.eq(e_v & e_has & e_armed & e_ok & (~e_is_exp | e_exp_live))
+        e_done = Signal()
+        m.d.comb += e_done.eq(e_v & (eng_go | ~e_has | (e_is_exp & e_armed & ~e_exp_live)))
+        b_v, b_kind = Signal(), Signal(2)
+        b_req = Signal(request_layout())
+        b_cred, b_last = Signal(16), Signal()
+        b_exp = Signal(n)
+        b_lo, b_hi = Signal(n), Signal(n)    # per slot: src_node equal; dgsq equal and live
+        b_cam = Signal(n)
+        m.d.comb += b_cam.eq(b_lo & b_hi)
+        a_key, b_key = Signal(32), Signal(32)   # (src_node, dgsq) of a REQUEST or arrival
+        b_move = Signal()
+        m.d.comb += b_move.eq(b_v & (~e_v | e_done))
+        a_move = Signal()
+        m.d.comb += a_move.eq(a_v & (~b_v | b_move))
+        m.d.sync += [e_armed.eq(e_v & ~e_done), e_ok.eq(~(e_tgt & busy_next).any()),
+                     e_exp_live.eq((e_tgt & expired).any())]
+
+        # Arrivals wait in an accumulator: reports of the same queue's container are
+        # added up while the engine is busy (their effect is the same as one report of
+        # the sum), so one report per packet costs no more engine time than one per
+        # container.
+        acc_v = Signal()
+        acc = Signal(arrival_layout())
+        acc_take = Signal()
+        new = self.s_arr.payload
+        merge = Signal()
+        m.d.comb += merge.eq(acc_v & ~acc.last & (acc.src_node == new.src_node)
+                             & (acc.dgsq == new.dgsq) & ((acc.credits + new.credits) >> 16 == 0))
+        m.d.comb += self.s_arr.ready.eq(~acc_v | acc_take | merge)
+        with m.If(self.s_arr.valid & self.s_arr.ready):
+            with m.If(merge & ~acc_take):
+                m.d.sync += [acc.credits.eq(acc.credits + new.credits), acc.last.eq(new.last)]
+            with m.Else():
+                m.d.sync += [acc.eq(new), acc_v.eq(1)]
+        with m.Elif(acc_take):
+            m.d.sync += acc_v.eq(0)
+
+        # Accept: round-robin among REQUESTs, arrivals and expiries (one expiry in the
+        # engine at a time, never for a slot with an operation in a lane).
+        exp_ok = Signal()
+        m.d.comb += exp_ok.eq(exp_any
+                              & ~(a_v & (a_kind == OP_EXP)) & ~(b_v & (b_kind == OP_EXP))
+                              & ~(e_v & (e_kind == OP_EXP)))
+        can_accept = Signal()
+        m.d.comb += can_accept.eq(~a_v | a_move)
+        want = Cat(self.s_req.valid, acc_v, exp_ok)
+        choice = Signal(2)
+        m.d.comb += choice.eq(3)
+        for first in range(3):
+            with m.If(turn == first):
+                for k in reversed([(first + j) % 3 for j in range(3)]):
+                    with m.If(want[k]):
+                        m.d.comb += choice.eq(k)
+        with m.If(a_move):
+            m.d.sync += a_v.eq(0)
+        with m.If(can_accept & (choice != 3)):
+            m.d.sync += [a_v.eq(1), a_kind.eq(choice), turn.eq(Mux(choice == 2, 0, choice + 1))]
+            with m.Switch(choice):
+                with m.Case(OP_REQ):
+                    m.d.comb += self.s_req.ready.eq(1)
+                    m.d.sync += [a_req.eq(self.s_req.payload),
+                                 a_key.eq(Cat(self.s_req.payload.src_node, self.s_req.payload.dgsq))]
+                with m.Case(OP_ARR):
+                    m.d.comb += acc_take.eq(1)
+                    m.d.sync += [a_cred.eq(acc.credits), a_last.eq(acc.last),
+                                 a_key.eq(Cat(acc.src_node, acc.dgsq))]
+                with m.Case(OP_EXP):
+                    m.d.sync += a_exp.eq(exp_oh)
+
+        # A: compare the key with every live slot (registered).
+        # (two 16-bit halves, ANDed in B: a 32-bit compare per slot is too deep for
+        # one clock behind the key's fanout to 64 slots)
+        cam_lo, cam_hi = Signal(n), Signal(n)
+        m.d.comb += [cam_lo.eq(Cat(ksrc[i] == a_key[:16] for i in range(n))),
+                     cam_hi.eq(Cat(kdgsq[i] == a_key[16:] for i in range(n)) & valid)]
+        with m.If(a_move):
+            m.d.sync += [b_v.eq(1), b_kind.eq(a_kind), b_req.eq(a_req), b_cred.eq(a_cred), b_last.eq(a_last),
+                         b_exp.eq(a_exp), b_lo.eq(Mux(a_kind == OP_EXP, a_exp, cam_lo)),
+                         b_hi.eq(Mux(a_kind == OP_EXP, ~0, cam_hi)),
+                         b_key.eq(a_key)]
+        with m.Elif(b_move):
+            m.d.sync += b_v.eq(0)
+
+        # B: choose the target. A REQUEST writes its slot's key (and live bit) from its
+        # first clock in E on; an operation behind it compared before that: the key
+        # written last clock (``al``) is forwarded, and remembered while B waits. A new
+        # key takes the lowest free slot that is not E's.
+        al_v = Signal()
+        al_key = Signal(32)
+        al_tgt = Signal(n)
+        m.d.sync += [al_v.eq(e_v & e_has & ~e_armed & (e_kind == OP_REQ)),
+                     al_key.eq(Cat(e_req.src_node, e_req.dgsq)), al_tgt.eq(e_tgt)]
+        fwd_la = Signal()
+        m.d.comb += fwd_la.eq(al_v & (al_key == b_key) & (b_kind != OP_EXP))
+        b_fwd_v = Signal()
+        b_fwd_tgt = Signal(n)
+        with m.If(a_move):
+            m.d.sync += b_fwd_v.eq(0)
+        with m.Elif(fwd_la & ~b_move):
+            m.d.sync += [b_fwd_v.eq(1), b_fwd_tgt.eq(al_tgt)]
+        b_hit0 = Signal()
+        b_match0 = Signal(n)
+        m.d.comb += [b_hit0.eq(b_fwd_v | b_cam.any()),
+                     b_match0.eq(Mux(b_fwd_v, b_fwd_tgt, b_cam))]
         hit = Signal()
-        last_tgt = Signal(n)
-        post = Signal(2)
-        r_infl = Signal(range(K + 1))
-        r_cleft = Signal(signed(self.cw))
-        r_gseq = Signal(SEQ_BITS)
-        r_demand = Signal(16)
+        m.d.comb += hit.eq(fwd_la | b_hit0)
+        free_mask = Signal(n)
+        m.d.comb += free_mask.eq(~valid & ~Mux(e_v, e_tgt, 0))
+        free = Signal(n)
+        m.d.comb += free.eq(_onehot_first(free_mask))
+        alloc_ok = Signal()
+        m.d.comb += alloc_ok.eq((b_kind == OP_REQ) & (b_req.backlog != 0))
+        tgt = Signal(n)
+        m.d.comb += tgt.eq(Mux(fwd_la, al_tgt, Mux(b_hit0, b_match0, Mux(alloc_ok, free, 0))))
+        # B's possible targets (a superset, from registers) are masked while it may move.
+        b_cands = Signal(n)
+        m.d.comb += b_cands.eq(Mux(b_v, b_lo | free | Mux(b_fwd_v, b_fwd_tgt, 0)
+                                   | Mux(al_v, al_tgt, 0), 0))
+        mask_pre = Signal(n)        # all but this clock's grant (which comes late)
+        m.d.comb += mask_pre.eq(_or_all(stages(gv, goh, range(PG)) + stages(ev, eoh, range(PE))
+                                        + [Mux(e_v, e_tgt, 0), b_cands], n))
+        m.d.comb += mask_next.eq(mask_pre | self.g_sel)
+        with m.If(b_move):
+            m.d.sync += [e_v.eq(1), e_kind.eq(b_kind), e_req.eq(b_req),
+                         e_arr_cred.eq(b_cred), e_arr_last.eq(b_last),
+                         e_tgt.eq(tgt), e_has.eq(hit | (alloc_ok & free_mask.any())),
+                         e_hit_r.eq(hit)]
+        with m.Elif(e_done):
+            m.d.sync += e_v.eq(0)
 
-        def keycmp(src, dg):
-            return Cat((self.ksrc[i] == src) & (self.kdgsq[i] == dg) for i in range(n)) & self.valid
+        # E: counters of operations that end here.
+        with m.If(e_v & ~e_has):
+            # Nothing to do: an unknown arrival, a REQUEST without a slot, or a
+            # REQUEST with no backlog from a queue we do not track. (An expiry whose
+            # slot made progress meanwhile ends here too, uncounted.)
+            with m.If(e_kind == OP_ARR):
+                m.d.sync += self.stat_arr_unknown.eq(self.stat_arr_unknown + 1)
+            with m.If((e_kind == OP_REQ) & (e_req.backlog != 0)):
+                m.d.sync += self.stat_req_no_slot.eq(self.stat_req_no_slot + 1)
+        with m.If(e_done & (e_kind == OP_REQ)):
+            m.d.sync += self.stat_requests.eq(self.stat_requests + 1)
+        with m.If(eng_go & (e_kind == OP_EXP)):
+            m.d.sync += self.stat_lease_expired.eq(self.stat_lease_expired + 1)
 
-        m.d.sync += post.eq(Mux(post != 0, post - 1, 0))
-        m.d.comb += op_mask.eq(Mux(post != 0, last_tgt, 0))
-        apply = Signal()
-        m.d.comb += apply.eq(eng == ST_APPLY)
-        with m.Switch(eng):
-            with m.Case(ST_ACCEPT):
-                m.d.sync += free_oh.eq(_onehot_first(~self.valid))
-                # Round-robin among arrivals, REQUESTs and expiries: none starves.
-                want = Cat(self.s_req.valid, self.s_arr.valid, (exp_oh & expired).any())
-                choice = Signal(2)
-                m.d.comb += choice.eq(3)
-                for first in range(3):
-                    with m.If(turn == first):
-                        for k in reversed([(first + j) % 3 for j in range(3)]):
-                            with m.If(want[k]):
-                                m.d.comb += choice.eq(k)
-                with m.If(choice != 3):
-                    m.d.sync += [eng.eq(ST_READ), op_kind.eq(choice),
-                                 turn.eq(Mux(choice == 2, 0, choice + 1))]
-                with m.Switch(choice):
-                    with m.Case(1):
-                        m.d.comb += self.s_arr.ready.eq(1)
-                        m.d.sync += [op_arr_credits.eq(self.s_arr.payload.credits),
-                                     op_arr_last.eq(self.s_arr.payload.last),
-                                     match.eq(keycmp(self.s_arr.payload.src_node,
-                                                     self.s_arr.payload.dgsq))]
-                    with m.Case(0):
-                        m.d.comb += self.s_req.ready.eq(1)
-                        m.d.sync += [op_req.eq(self.s_req.payload),
-                                     match.eq(keycmp(self.s_req.payload.src_node,
-                                                     self.s_req.payload.dgsq))]
-                    with m.Case(2):
-                        m.d.sync += match.eq(exp_oh & expired)
-            with m.Case(ST_READ):
-                m.d.comb += op_mask.eq(Mux(post != 0, last_tgt, 0) | match
-                                       | Mux(op_kind == 0, free_oh, 0))
-                m.d.sync += [
-                    tgt.eq(Mux(match.any(), match,
-                               Mux((op_kind == 0) & (op_req.backlog != 0), free_oh, 0))),
-                    hit.eq(match.any()),
-                    r_infl.eq(_and_or(match, self.inflight)),
-                    r_cleft.eq(_and_or(match, self.cleft)),
-                    r_gseq.eq(_and_or(match, self.gseq)),
-                    r_demand.eq(_and_or(match, self.demand)),
-                    eng.eq(ST_APPLY),
-                ]
-            with m.Case(ST_APPLY):
-                m.d.comb += op_mask.eq(tgt)
-                m.d.sync += [last_tgt.eq(tgt), post.eq(2), eng.eq(ST_ACCEPT)]
-
-        # REQUEST: demand = backlog minus the containers granted that the source had
-        # not yet seen when it sent the REQUEST (its acknowledged seq), at most the
-        # containers still in flight (a lost GRANT stops counting once its lease ends).
-        unacked = Signal(SEQ_BITS)
-        m.d.comb += unacked.eq(r_gseq - op_req.seq)
-        unack_c = Signal(range(K + 1))
-        m.d.comb += unack_c.eq(Mux(unacked > r_infl, r_infl, unacked))
-        covered = unack_c * G       # an expression: its low bits are constant when G is 2**k
-        req_demand = Signal(16)
-        m.d.comb += req_demand.eq(Mux(op_req.backlog > covered, op_req.backlog - covered, 0))
-
-        # Arrival: the credit drops by what arrived. At a container's last packet that
-        # container is done; containers are still expected only for grants whose credit
-        # an overrun has not already used up; credit beyond those (the queue ran dry)
-        # is released.
-        cw = self.cw
-        arr_c = Signal(10)
-        m.d.comb += arr_c.eq(Mux(op_arr_credits > DEBT_MAX, DEBT_MAX, op_arr_credits))
-        cl1 = Signal(signed(cw + 1))
-        m.d.comb += cl1.eq(r_cleft - arr_c)
-        cl1c = Signal(signed(cw))
-        m.d.comb += cl1c.eq(Mux(cl1 < -DEBT_MAX, -DEBT_MAX, cl1))
-        a_infl = Signal(range(K + 1))
-        m.d.comb += a_infl.eq(r_infl)
-        with m.If(op_arr_last):
-            m.d.comb += a_infl.eq(Mux((r_infl == 0) | (cl1c <= 0), 0, r_infl - 1))
-        keep_after = Signal(range(K * G + 1))
-        m.d.comb += keep_after.eq(a_infl * G)
-        cl2 = Signal(signed(cw))
-        m.d.comb += cl2.eq(Mux(op_arr_last & (cl1c > keep_after), keep_after, cl1c))
-
-        def pos(x):
-            return Mux(x > 0, x, 0)
-
-        # An overrun took more of the source's backlog than the grants said: lower
-        # the demand by the new debt, so no grant is issued for data already sent.
-        debt_inc = Signal(signed(cw + 1))
-        m.d.comb += debt_inc.eq(pos(-cl2) - pos(-r_cleft))
-        arr_demand = Signal(16)
-        m.d.comb += arr_demand.eq(Mux(debt_inc > 0, Mux(r_demand > debt_inc, r_demand - debt_inc, 0),
-                                      r_demand))
-        # A REQUEST acknowledging fewer grants than could be in flight: GRANTs were
-        # lost or the source's queue is a new one; resynchronise and forget the debt
-        # (the safe side: containers may come that the debt would have paid).
-        resync = Signal()
-        m.d.comb += resync.eq(unacked > r_infl)
-
-        release = Signal(range(K * G + 1))
-        with m.If(apply & hit):
-            with m.Switch(op_kind):
-                with m.Case(1):
-                    m.d.comb += release.eq(pos(r_cleft) - pos(cl2))
-                with m.Case(2):
-                    m.d.comb += release.eq(pos(r_cleft))
-
-        # A grant that repays debt: that part of its credit is no longer outstanding
-        # (released one clock after the grant; outstanding is over-counted meanwhile).
-        repay_rel = Signal(range(G + 1))
-        m.d.comb += repay_rel.eq(_and_or(prev1, self.repay))
-
-        # Outstanding credit = sum of the slots' credit in flight.
-        add = Mux(g_fire, G, 0)
-        sub = release + repay_rel
-        m.d.sync += self.outst.eq(Mux(self.outst + add > sub, self.outst + add - sub, 0))
-        m.d.comb += self.outstanding.eq(self.outst)
-
-        with m.If(apply):
-            with m.Switch(op_kind):
-                with m.Case(0):
-                    m.d.sync += self.stat_requests.eq(self.stat_requests + 1)
-                    with m.If(~hit & (op_req.backlog != 0) & (tgt == 0)):
-                        m.d.sync += self.stat_req_no_slot.eq(self.stat_req_no_slot + 1)
-                with m.Case(1):
-                    with m.If(~hit):
-                        m.d.sync += self.stat_arr_unknown.eq(self.stat_arr_unknown + 1)
-                with m.Case(2):
-                    m.d.sync += self.stat_lease_expired.eq(self.stat_lease_expired + 1)
-
-        # ---- Per-slot state updates --------------------------------------------------
-        req_tc_oh = Signal(N_CLASSES)
-        m.d.comb += req_tc_oh.eq(1 << op_req.tc)
-        req_weight = Signal(8)
-        m.d.comb += req_weight.eq(weights[op_req.tenant[:self.tid_bits]] if self.n_tenants > 1
-                                  else weights[0])
-        reset_col = Signal(n)
-        m.d.comb += reset_col.eq(Cat(self.tc_oh[i].bit_select(b_top, 1) for i in range(n)))
+        # A REQUEST's slot is live (and its key in the CAM) from its first clock in E on
+        # (written every clock in E: a write-back of the slot in that clock may clear it).
+        e_key_wr = Signal()
+        m.d.comb += e_key_wr.eq(e_v & e_has & (e_kind == OP_REQ))
         for i in range(n):
-            w_i = weight_of(i)
-            with m.If(apply & tgt[i]):
-                with m.Switch(op_kind):
-                    with m.Case(0):
-                        m.d.sync += [
-                            self.valid[i].eq((req_demand != 0) | (r_infl != 0)),
-                            self.demand[i].eq(req_demand),
-                            self.nz[i].eq(req_demand != 0),
-                            self.ksrc[i].eq(op_req.src_node),
-                            self.kdgsq[i].eq(op_req.dgsq),
-                            self.tc_oh[i].eq(req_tc_oh),
-                            self.tenant[i].eq(op_req.tenant),
-                        ]
-                        with m.If(~hit):
-                            m.d.sync += [self.gseq[i].eq(op_req.seq), self.inflight[i].eq(0),
-                                         self.inflok[i].eq(1), self.cleft[i].eq(0)]
-                        with m.Elif(resync):
-                            m.d.sync += [self.gseq[i].eq(op_req.seq), self.cleft[i].eq(pos(r_cleft))]
-                    with m.Case(1):
-                        m.d.sync += [
-                            self.cleft[i].eq(cl2),
-                            self.inflight[i].eq(a_infl),
-                            self.inflok[i].eq(a_infl < K),
-                            self.demand[i].eq(arr_demand),
-                            self.nz[i].eq(arr_demand != 0),
-                            self.valid[i].eq((arr_demand != 0) | (a_infl != 0)),
-                        ]
-                    with m.Case(2):
-                        m.d.sync += [
-                            self.cleft[i].eq(0),
-                            self.inflight[i].eq(0),
-                            self.inflok[i].eq(1),
-                            self.valid[i].eq(r_demand != 0),
-                        ]
-            with m.Elif(self.g_sel[i]):
-                brings = self.cleft[i] > -G      # this grant's container will come
-                # Credit that repays overrun debt takes no backlog.
-                repay_now = Mux(self.cleft[i] >= 0, 0, Mux(self.cleft[i] < -G, G, -self.cleft[i]))
-                eff = Signal(range(G + 1), name=f"eff{i}")
-                m.d.comb += eff.eq(G - repay_now)
-                m.d.sync += [
-                    self.demand[i].eq(Mux(self.demand[i] > eff, self.demand[i] - eff, 0)),
-                    self.nz[i].eq(self.demand[i] > eff),
-                    self.inflight[i].eq(Mux(brings, self.inflight[i] + 1, self.inflight[i])),
-                    self.inflok[i].eq(Mux(brings, self.inflight[i] + 1 < K, self.inflok[i])),
-                    self.cleft[i].eq(self.cleft[i] + G),
-                    self.repay[i].eq(Mux(self.cleft[i] >= 0, 0,
-                                         Mux(self.cleft[i] < -G, G, -self.cleft[i]))),
-                    self.gseq[i].eq(self.gseq[i] + 1),
-                ]
-            # Quota: a fresh slot gets its weight; a grant spends one; a new round
-            # refills the whole class.
-            with m.If(apply & tgt[i] & (op_kind == 0) & ~hit):
-                m.d.sync += [self.quota[i].eq(req_weight), self.qnz[i].eq(1)]
-            with m.Elif(do_reset & reset_col[i]):
-                q = Mux(self.g_sel[i], w_i - 1, w_i)
-                m.d.sync += [self.quota[i].eq(q), self.qnz[i].eq(q != 0)]
-            with m.Elif(self.g_sel[i] & self.qnz[i]):
-                m.d.sync += [self.quota[i].eq(self.quota[i] - 1), self.qnz[i].eq(self.quota[i] != 1)]
+            with m.If(e_key_wr & e_tgt[i]):
+                m.d.sync += [valid[i].eq(1), ksrc[i].eq(e_req.src_node), kdgsq[i].eq(e_req.dgsq)]
+
+        # ---- Grant lane: read-modify-write of the granted slot ------------------------
+        # g1 address; g2 words read (bank chosen by lvt, registered); g3 credit flags,
+        # next quota, the GRANT leaves; g4 credit split; g5 new word; g6 write-back.
+        m.d.sync += [gv[0].eq(g_fire), goh[0].eq(sel)]
+        for k in range(1, PG):
+            m.d.sync += [gv[k].eq(gv[k - 1]), goh[k].eq(goh[k - 1])]
+        gidx = [None] + [Signal(SB, name=f"g{k}_idx") for k in range(1, PG + 1)]
+        m.d.comb += gidx[1].eq(_encode(goh[0], SB))
+        for k in range(2, PG + 1):
+            m.d.sync += gidx[k].eq(gidx[k - 1])
+        g_ra_g, g_rd_g = ram_g.read(0)
+        g_ra_e, g_rd_e = ram_e.read(0)
+        m.d.comb += [g_ra_g.eq(gidx[1]), g_ra_e.eq(gidx[1])]
+        g_exh2, g_fresh2, g_lvt2 = Signal(), Signal(), Signal()
+        m.d.sync += [g_exh2.eq(_and_or(goh[0], exh)), g_fresh2.eq(_and_or(goh[0], fresh)),
+                     g_lvt2.eq(_and_or(goh[0], lvt))]
+        gr3 = Signal(slot_l)
+        g_exh3, g_fresh3 = Signal(), Signal()
+        m.d.sync += [gr3.eq(Mux(g_lvt2, g_rd_e, g_rd_g)), g_exh3.eq(g_exh2),
+                     g_fresh3.eq(g_fresh2)]
+
+        # g3. A grant with the last quota refills the slot for its next round.
+        wt_g = Signal(8)
+        m.d.comb += wt_g.eq(weight_of(gr3.tenant))
+        g_nonneg4, g_ltmg4 = Signal(), Signal()
+        g_plus4 = Signal(signed(cw))
+        gr4 = Signal(slot_l)
+        # gr4 carries the word with its new cleft. Quota: g3 weight and what is left,
+        # g4 the quota this grant starts from, g5 the quota after it.
+        wt4 = Signal(8)
+        g_exh4, g_fresh4 = Signal(), Signal()
+        m.d.sync += [g_nonneg4.eq(gr3.cleft >= 0), g_ltmg4.eq(gr3.cleft < -G),
+                     gr4.eq(gr3), gr4.cleft.eq(gr3.cleft + G),
+                     wt4.eq(wt_g), g_exh4.eq(g_exh3), g_fresh4.eq(g_fresh3)]
+        wt5 = Signal(8)
+        g_exh5 = Signal()
+        m.d.sync += [wt5.eq(wt4), g_exh5.eq(g_exh4)]
+        g_w1 = [None] * 7
+        g_w1[4] = Signal(name="g4_w1")
+        m.d.sync += g_w1[4].eq(wt_g == 1)
+        for k in (5, 6):
+            g_w1[k] = Signal(name=f"g{k}_w1")
+            m.d.sync += g_w1[k].eq(g_w1[k - 1])
+        m.d.comb += g_plus4.eq(gr4.cleft)
+        # The GRANT (fields as read: the seq before this grant).
+        gout = Signal(grant_layout(SB))
+        m.d.comb += [gout.slot.eq(gidx[3]), gout.src_node.eq(gr3.src_node),
+                     gout.dgsq.eq(gr3.dgsq), gout.tc.eq(gr3.tc), gout.tenant.eq(gr3.tenant),
+                     gout.seq.eq(gr3.gseq), gout.credit.eq(G)]
+        m.d.comb += [out_fifo.w_data.eq(gout), out_fifo.w_en.eq(gv[2]),
+                     self.m_grant.payload.eq(out_fifo.r_data),
+                     self.m_grant.valid.eq(out_fifo.r_rdy),
+                     out_fifo.r_en.eq(self.m_grant.ready)]
+        m.d.comb += [self.chk_grant.eq(gv[2]), self.chk_live.eq(_and_or(goh[2], valid)),
+                     self.chk_demand.eq(gr3.demand), self.chk_inflight.eq(gr3.inflight)]
+
+        # g4. Credit that repays overrun debt serves no backlog; a grant whose credit
+        # only repays debt brings no container.
+        g_eff5 = Signal(range(G + 1))
+        g_repay5 = Signal(range(G + 1))
+        g_brings5 = Signal()
+        gr5 = Signal(slot_l)
+        m.d.sync += [
+            g_eff5.eq(Mux(g_nonneg4, G, Mux(g_ltmg4, 0, g_plus4))),
+            g_repay5.eq(Mux(g_nonneg4, 0, Mux(g_ltmg4, G, G - g_plus4))),
+            g_brings5.eq(~g_ltmg4 & (g_plus4 != 0)),
+            gr5.eq(gr4), gr5.quota.eq(Mux(g_fresh4, wt4, gr4.quota)),   # the quota it starts from
+        ]
+
+        # g5. The new word.
+        gw6 = Signal(slot_l)
+        g_rel6 = Signal(range(G + 1))
+        g_idle6 = Signal()          # a grant from idle: the lease starts
+        m.d.sync += [
+            gw6.eq(gr5),
+            gw6.demand.eq(Mux(gr5.demand > g_eff5, gr5.demand - g_eff5, 0)),
+            gw6.inflight.eq(gr5.inflight + g_brings5),
+            gw6.gseq.eq(gr5.gseq + 1),
+            gw6.quota.eq(Mux(g_exh5, wt5, gr5.quota - 1)),
+            g_rel6.eq(g_repay5), g_idle6.eq(gr5.inflight == 0),
+        ]
+
+        # g6. Write-back.
+        g_wb = Signal()
+        m.d.comb += g_wb.eq(gv[PG - 1])
+        m.d.comb += [ram_g.w_en.eq(g_wb), ram_g.w_addr.eq(gidx[PG]), ram_g.w_data.eq(gw6)]
+
+        # ---- Engine lane: REQUEST / arrival / expiry on its slot ------------------------
+        # e1 address; e2 words read; e3..e6 arithmetic; e7 new word; e8 write-back.
+        ekind = [None] + [Signal(2, name=f"e{k}_kind") for k in range(1, PE + 1)]
+        ehit = [None] + [Signal(name=f"e{k}_hit") for k in range(1, PE + 1)]
+        eidx = [None] + [Signal(SB, name=f"e{k}_idx") for k in range(1, PE + 1)]
+        m.d.sync += [ev[0].eq(eng_go), eoh[0].eq(e_tgt), ekind[1].eq(e_kind), ehit[1].eq(e_hit)]
+        m.d.comb += eidx[1].eq(_encode(eoh[0], SB))
+        for k in range(1, PE):
+            m.d.sync += [ev[k].eq(ev[k - 1]), eoh[k].eq(eoh[k - 1])]
+        for k in range(2, PE + 1):
+            m.d.sync += [ekind[k].eq(ekind[k - 1]), ehit[k].eq(ehit[k - 1]),
+                         eidx[k].eq(eidx[k - 1])]
+        # The operands travel with the operation (the engine accepts the next one
+        # meanwhile).
+        sreq = [None] + [Signal(request_layout(), name=f"e{k}_req") for k in range(1, PE)]
+        slast = [None] + [Signal(name=f"e{k}_last") for k in range(1, PE)]
+        m.d.sync += [sreq[1].eq(e_req), slast[1].eq(e_arr_last)]
+        for k in range(2, PE):
+            m.d.sync += [sreq[k].eq(sreq[k - 1]), slast[k].eq(slast[k - 1])]
+        arr_cred1 = Signal(16)
+        m.d.sync += arr_cred1.eq(e_arr_cred)
+
+        e_ra_g, e_rd_g = ram_g.read(1)
+        e_ra_e, e_rd_e = ram_e.read(1)
+        m.d.comb += [e_ra_g.eq(eidx[1]), e_ra_e.eq(eidx[1])]
+        e_lvt2 = Signal()
+        arr_c2 = Signal(10)
+        m.d.sync += [e_lvt2.eq(_and_or(eoh[0], lvt)),
+                     arr_c2.eq(Mux(arr_cred1 > DEBT_MAX, DEBT_MAX, arr_cred1))]
+        er3 = Signal(slot_l)
+        arr_c3 = Signal(10)
+        m.d.sync += [er3.eq(Mux(e_lvt2, e_rd_e, e_rd_g)), arr_c3.eq(arr_c2)]
+
+        # e3. REQUEST: grants it had not seen; arrival: credit after it; a new slot's quota.
+        wt_e = Signal(8)
+        m.d.comb += wt_e.eq(weight_of(sreq[3].tenant))
+        e_quota4 = Signal(8)
+        unacked4 = Signal(SEQ_BITS)
+        cl1_4 = Signal(signed(cw + 1))
+        pcl4, ncl4 = Signal(cw), Signal(cw)
+        er4 = Signal(slot_l)
+        m.d.sync += [e_quota4.eq(wt_e), unacked4.eq(er3.gseq - sreq[3].seq),
+                     cl1_4.eq(er3.cleft - arr_c3), pcl4.eq(_pos(er3.cleft)),
+                     ncl4.eq(_pos(-er3.cleft)), er4.eq(er3)]
+
+        # e4. REQUEST: demand = backlog minus the containers granted that the source had
+        # not yet seen when it sent it: at most those in flight or completed since the
+        # last REQUEST (a grant the source never got is neither: a lost GRANT). Arrival:
+        # at a container's last packet that container is done; containers stay expected
+        # only for grants an overrun has not already used up.
+        seen4 = Signal(range(K + 4))
+        m.d.comb += seen4.eq(er4.inflight + er4.rc)
+        unack_c = Signal(range(K + 4))
+        m.d.comb += unack_c.eq(Mux(unacked4 > seen4, seen4, unacked4))
+        le0 = Signal()
+        m.d.comb += le0.eq(cl1_4 <= 0)
+        a_infl = Signal(range(K + 1))
+        m.d.comb += a_infl.eq(er4.inflight)
+        with m.If(slast[4]):
+            m.d.comb += a_infl.eq(Mux((er4.inflight == 0) | le0, 0, er4.inflight - 1))
+        resync5 = Signal()
+        covered5 = Signal(range((K + 3) * G + 1))
+        cl1c5 = Signal(signed(cw))
+        a_infl5 = Signal(range(K + 1))
+        e_quota5 = Signal(8)
+        pcl5, ncl5 = Signal(cw), Signal(cw)
+        er5 = Signal(slot_l)
+        m.d.sync += [resync5.eq(unacked4 > seen4), covered5.eq(unack_c * G),
+                     cl1c5.eq(Mux(cl1_4 < -DEBT_MAX, -DEBT_MAX, cl1_4)), a_infl5.eq(a_infl),
+                     e_quota5.eq(e_quota4), pcl5.eq(pcl4), ncl5.eq(ncl4), er5.eq(er4)]
+
+        # e5.
+        keep5 = Signal(range(K * G + 1))
+        m.d.comb += keep5.eq(a_infl5 * G)
+        dem_r6 = Signal(16)
+        pc1_6, nc1_6 = Signal(cw), Signal(cw)
+        gt6 = Signal()
+        c6 = dict(quota=Signal(8), resync=Signal(), cl1c=Signal(signed(cw)),
+                  a_infl=Signal(range(K + 1)), pcl=Signal(cw), ncl=Signal(cw))
+        er6 = Signal(slot_l)
+        m.d.sync += [
+            dem_r6.eq(Mux(sreq[5].backlog > covered5, sreq[5].backlog - covered5, 0)),
+            pc1_6.eq(_pos(cl1c5)), nc1_6.eq(_pos(-cl1c5)), gt6.eq(cl1c5 > keep5),
+            c6["quota"].eq(e_quota5), c6["resync"].eq(resync5), c6["cl1c"].eq(cl1c5),
+            c6["a_infl"].eq(a_infl5), c6["pcl"].eq(pcl5), c6["ncl"].eq(ncl5), er6.eq(er5),
+        ]
+
+        # e6. Credit beyond the containers still expected (the queue ran dry) is
+        # released; an overrun that left more debt took backlog no grant covered.
+        keep6 = Signal(range(K * G + 1))
+        m.d.comb += keep6.eq(c6["a_infl"] * G)
+        cut = Signal()
+        m.d.comb += cut.eq(slast[6] & gt6)
+        cl2_7 = Signal(signed(cw))
+        pcl2_7 = Signal(cw)
+        debt_inc7 = Signal(signed(cw + 1))
+        c7 = {k: Signal.like(v, name=f"e7_{k}") for k, v in c6.items()}
+        dem_r7 = Signal(16)
+        er7 = Signal(slot_l)
+        m.d.sync += [cl2_7.eq(Mux(cut, keep6, c6["cl1c"])), pcl2_7.eq(Mux(cut, keep6, pc1_6)),
+                     debt_inc7.eq(nc1_6 - c6["ncl"]), dem_r7.eq(dem_r6), er7.eq(er6)]
+        m.d.sync += [c7[k].eq(v) for k, v in c6.items()]
+
+        # e7. The new word.
+        e_new = Signal(slot_l)
+        e_rel = Signal(cw)
+        m.d.comb += e_new.eq(er7)
+        dem_a = Signal(16)
+        m.d.comb += dem_a.eq(Mux(debt_inc7 > 0,
+                                 Mux(er7.demand > debt_inc7, er7.demand - debt_inc7, 0),
+                                 er7.demand))
+        with m.Switch(ekind[7]):
+            with m.Case(OP_REQ):
+                m.d.comb += [e_new.tc.eq(sreq[7].tc), e_new.tenant.eq(sreq[7].tenant),
+                             e_new.src_node.eq(sreq[7].src_node), e_new.dgsq.eq(sreq[7].dgsq),
+                             e_new.rc.eq(0)]
+                with m.If(~ehit[7]):
+                    m.d.comb += [e_new.demand.eq(sreq[7].backlog), e_new.inflight.eq(0),
+                                 e_new.cleft.eq(0), e_new.gseq.eq(sreq[7].seq),
+                                 e_new.quota.eq(c7["quota"])]
+                with m.Else():
+                    m.d.comb += e_new.demand.eq(dem_r7)
+                    with m.If(c7["resync"]):
+                        # A REQUEST acknowledging fewer grants than can be in flight:
+                        # GRANTs were lost or the queue is new; resynchronise and
+                        # forget the debt (containers may come that it would have paid).
+                        m.d.comb += [e_new.gseq.eq(sreq[7].seq), e_new.cleft.eq(c7["pcl"])]
+            with m.Case(OP_ARR):
+                m.d.comb += [e_new.cleft.eq(cl2_7), e_new.inflight.eq(c7["a_infl"]),
+                             e_new.demand.eq(dem_a), e_rel.eq(c7["pcl"] - pcl2_7)]
+                with m.If(slast[7] & (er7.rc != 3)):
+                    m.d.comb += e_new.rc.eq(er7.rc + 1)
+            with m.Case(OP_EXP):
+                m.d.comb += [e_new.cleft.eq(0), e_new.inflight.eq(0), e_rel.eq(c7["pcl"])]
+        ew8 = Signal(slot_l)
+        e_rel8 = Signal(cw)
+        m.d.sync += [ew8.eq(e_new), e_rel8.eq(e_rel)]
+
+        # e8. Write-back.
+        e_wb = Signal()
+        m.d.comb += e_wb.eq(ev[PE - 1])
+        m.d.comb += [ram_e.w_en.eq(e_wb), ram_e.w_addr.eq(eidx[PE]), ram_e.w_data.eq(ew8)]
+
+        # ---- Both lanes' write-backs: credit released, per-slot flags ------------------
+        m.d.comb += sub.eq(Mux(g_wb, g_rel6, 0) + Mux(e_wb, e_rel8, 0))
+        e_live = Signal()
+        e_dem = Signal()
+        m.d.comb += [e_dem.eq(ew8.demand != 0), e_live.eq(e_dem | (ew8.inflight != 0))]
+        e_restart = Signal()
+        m.d.comb += e_restart.eq((ekind[PE] != OP_REQ) | ~ehit[PE])
+        e_was_live = Signal()
+        m.d.comb += e_was_live.eq(_and_or(eoh[PE - 1], valid))
+        g_last = goh[PG - 1]
+        e_last = eoh[PE - 1]
+        for i in range(n):
+            with m.If(g_wb & g_last[i]):
+                m.d.sync += [elig[i].eq((gw6.demand != 0) & (gw6.inflight < K)),
+                             inflnz[i].eq(gw6.inflight != 0), qlast[i].eq(gw6.quota == 1),
+                             w1[i].eq(g_w1[6]), lvt[i].eq(0)]
+            with m.If(e_wb & e_last[i]):
+                m.d.sync += [valid[i].eq(e_live), elig[i].eq(e_dem & (ew8.inflight < K)),
+                             inflnz[i].eq(ew8.inflight != 0), lvt[i].eq(1)]
+                with m.If(ekind[PE] == OP_REQ):
+                    m.d.sync += tc_oh[i].eq(1 << ew8.tc)
+                    with m.If(~ehit[PE]):
+                        m.d.sync += [inq[i].eq(1), fresh[i].eq(0), qlast[i].eq(ew8.quota == 1),
+                                     w1[i].eq(ew8.quota == 1)]
             # Lease age: restarted by progress, advanced by the lease clock while
             # containers are in flight.
-            with m.If(apply & tgt[i] & ((op_kind != 0) | ~hit)):
-                m.d.sync += self.age[i].eq(0)
-            with m.Elif(self.g_sel[i] & (self.inflight[i] == 0)):
-                m.d.sync += self.age[i].eq(0)
-            with m.Elif(tick & (self.inflight[i] != 0) & (self.age[i] != AGE_MAX)):
-                m.d.sync += self.age[i].eq(self.age[i] + 1)
+            with m.If((g_wb & g_last[i] & g_idle6) | (e_wb & e_last[i] & e_restart)):
+                m.d.sync += age[i].eq(0)
+            with m.Elif(tick & inflnz[i] & (age[i] != AGE_MAX)):
+                m.d.sync += age[i].eq(age[i] + 1)
 
-        used = Signal(self.slot_bits + 1)
-        m.d.sync += used.eq(sum(self.valid[i] for i in range(n)))
+        # Live slots: a population count, registered in two steps.
+        groups = [valid[g:g + 8] for g in range(0, n, 8)]
+        part = [Signal(range(len(v) + 1), name=f"used_part{k}") for k, v in enumerate(groups)]
+        for p_, v in zip(part, groups):
+            m.d.sync += p_.eq(sum(v[j] for j in range(len(v))))
+        used = Signal(SB + 1)
+        m.d.sync += used.eq(sum(part))
         m.d.comb += self.slots_used.eq(used)
         return m
 
 
-def _and_or(onehot, values):
-    """The value selected by a one-hot vector (zero when none): an AND-OR mux."""
-    width = max(len(v) for v in values)
+def _or_all(vectors, width):
     acc = Const(0, width)
-    for i, v in enumerate(values):
-        acc = acc | Mux(onehot[i], v, 0)
+    for v in vectors:
+        acc = acc | v
     return acc
-
-
-def _encode(onehot, bits):
-    return Cat(Cat(onehot[i] for i in range(len(onehot)) if (i >> b) & 1).any()
-               for b in range(bits))
 
 
 EXPORTS = [
@@ -531,6 +824,8 @@ EXPORTS = [
                 "n_tenants": 16, "lease_cycles": 8192},
         description="GSE DGSQ grant arbiter of one egress port: strict priority across "
                     "traffic classes, weighted round-robin per tenant, credit-bounded grants",
+        keep_modules=lambda **p: {"ram_g": "gse_grant_slot_ram_g",
+                                  "ram_e": "gse_grant_slot_ram_e"},
         bench=lambda **kw: __import__("opengse.sim.bench_dgsq", fromlist=["bench"]).bench(**kw),
         aliases=("dgsq",),
     ),

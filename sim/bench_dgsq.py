@@ -4,8 +4,9 @@
   every requester saturated and the egress room open (measured on Verilator by the
   ``bench_decision_rate`` cocotb test): the burst rate until every slot has its
   in-flight limit out, and the sustained closed-loop rate when each container's
-  arrival comes back as one report (then the lookup engine, 3 clocks per arrival,
-  bounds the rate; see docs/dgsq.md).
+  arrival comes back as one report after 32 clocks (then the engine, one REQUEST or
+  arrival per 2 clocks, and each requester's in-flight limit bound the rate; see
+  docs/dgsq.md).
 * ``arbiter`` / ``manager``: ``implement_block`` figures (Fmax median over the seeds,
   LUT4, FF, DP16KD) of the default 64-requester arbiter and 64-context manager.
 """

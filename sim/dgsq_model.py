@@ -45,6 +45,7 @@ class _Slot:
         self.cleft = 0
         self.gseq = seq
         self.quota = quota
+        self.completed = 0       # containers completed since the last REQUEST (max 3)
         self.idle_since = 0      # last progress (for leases)
 
 
@@ -91,11 +92,15 @@ class ArbiterModel:
             self.slots[key] = s
             self.order[self.order.index(None)] = key
         unacked = (s.gseq - seq) % SEQ_MOD
-        if unacked > s.inflight:
+        # Grants the source may not have seen: those in flight or completed since the
+        # last REQUEST (one it never got completes never: a lost GRANT).
+        seen = s.inflight + s.completed
+        if unacked > seen:
             # Lost GRANTs or a new queue at the source: resynchronise, forget the debt.
             s.gseq = seq
             s.cleft = max(s.cleft, 0)
-        unacked = min(unacked, s.inflight)
+        unacked = min(unacked, seen)
+        s.completed = 0
         s.demand = max(0, backlog - unacked * self.G)
         s.tc, s.tenant = tc, tenant
         self._maybe_free(s)
@@ -108,6 +113,7 @@ class ArbiterModel:
         # Signed credit: an overrun leaves debt the source repays from its next grant.
         cl = max(s.cleft - min(credits, DEBT_MAX), -DEBT_MAX)
         if last:
+            s.completed = min(s.completed + 1, 3)
             s.inflight = 0 if (s.inflight == 0 or cl <= 0) else s.inflight - 1
             cl = min(cl, s.inflight * self.G)
         rel = max(s.cleft, 0) - max(cl, 0)

@@ -290,8 +290,10 @@ async def test_weighted_tenants(dut):
     tot = sum(per_t.values())
     wsum = sum(weights.values())
     for t, w in weights.items():
+        dut._log.info("tenant %d weight %d: share %.4f (configured %.4f)", t, w,
+                      per_t[t] / tot, w / wsum)
+    for t, w in weights.items():
         share, want = per_t[t] / tot, w / wsum
-        dut._log.info("tenant %d weight %d: share %.4f (configured %.4f)", t, w, share, want)
         assert abs(share - want) <= 0.02 * want, f"tenant {t}: share {share:.4f} vs {want:.4f}"
     assert tb.empty_grants == 0
 
@@ -344,7 +346,10 @@ async def test_room_and_churn(dut):
         assert tb.total_backlog() == 0, f"wave {wave}: {tb.total_backlog()} bytes stuck"
     assert tb.empty_grants == 0
     assert tb.stat("req_no_slot") > 0, "slot exhaustion not exercised"
-    await tb.run(64, drain=16)
+    # A REQUEST sent before an overrun container but applied after its arrival report
+    # can leave the arbiter expecting one more container (docs/dgsq.md): its credit
+    # comes back with the lease. Everything must be back within two leases.
+    await tb.run(2 * tb.p["lease_cycles"] + 64, drain=16)
     assert int(dut.outstanding.value) == 0, "credit leaked"
     assert int(dut.slots_used.value) == 0, "slots leaked"
 
