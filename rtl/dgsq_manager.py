@@ -219,6 +219,11 @@ class DGSQManager(wiring.Component):
             pk_q.eq(Mux(hit, _encode(match & valid, QB), _encode(free_oh, QB))),
             pk_free_oh.eq(free_oh),
         ]
+        # The lookup result describes the payload of two clocks ago: a packet is taken only
+        # after it was offered (valid, not taken, so its payload held) for two clocks,
+        # also the first one after an idle clock.
+        pk_seen = Signal(2)
+        m.d.sync += pk_seen.eq(Cat(self.s_pkt.valid & ~self.s_pkt.ready, pk_seen[0]))
         cam_hold = Signal(2)      # packets wait: a key entered or a context was freed
         freeing = Signal()
         alloc_calc = Signal()
@@ -275,7 +280,8 @@ class DGSQManager(wiring.Component):
                              g_pre.eq((gi.type == GSEType.GRANT.value) & (gi.dgsq < n)),
                              g_seq_m1.eq(gi.seq - 1),
                              g_neg.eq(-(gi.len << 6))]
-            with m.Elif(self.s_pkt.valid & ~freeing & ~cam_hold.any() & (~turn | ~ctl_due)):
+            with m.Elif(self.s_pkt.valid & pk_seen.all() & ~freeing & ~cam_hold.any()
+                        & (~turn | ~ctl_due)):
                 with m.If(pk_hit | pk_new):
                     m.d.comb += [self.s_pkt.ready.eq(1), q_next.eq(pk_q)]
                     m.d.sync += [is_pkt.eq(1), pkt_bytes.eq(pk.bytes), bytes_nz.eq(pk.bytes != 0),

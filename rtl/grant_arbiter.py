@@ -51,7 +51,7 @@ def slot_layout(inflight_bits, cleft_bits):
         "demand": 16,                    # credit units still to grant
         "inflight": inflight_bits,       # containers granted and not yet arrived
         "cleft": signed(cleft_bits),     # credit granted minus arrived (negative: debt)
-        "gseq": SEQ_BITS,                # seq of the next GRANT
+        "gseq": SEQ_BITS,                # seq of the last GRANT sent
         "quota": 8,                      # grants left in this round (when in the round)
         "rc": 2,                         # containers completed since the last REQUEST
     })
@@ -427,8 +427,10 @@ class GrantArbiter(wiring.Component):
         m.d.comb += exp_ok.eq(exp_any
                               & ~(a_v & (a_kind == OP_EXP)) & ~(b_v & (b_kind == OP_EXP))
                               & ~(e_v & (e_kind == OP_EXP)))
+        # A takes an operation only when empty (the engine takes one per 2 clocks anyway):
+        # the accept decision then depends on no pipeline movement (short paths).
         can_accept = Signal()
-        m.d.comb += can_accept.eq(~a_v | a_move)
+        m.d.comb += can_accept.eq(~a_v)
         want = Cat(self.s_req.valid, acc_v, exp_ok)
         choice = Signal(2)
         m.d.comb += choice.eq(3)
@@ -500,7 +502,7 @@ class GrantArbiter(wiring.Component):
         m.d.comb += tgt.eq(Mux(fwd_la, al_tgt, Mux(b_hit0, b_match0, Mux(alloc_ok, free, 0))))
         # B's possible targets (a superset, from registers) are masked while it may move.
         b_cands = Signal(n)
-        m.d.comb += b_cands.eq(Mux(b_v, b_lo | free | Mux(b_fwd_v, b_fwd_tgt, 0)
+        m.d.comb += b_cands.eq(Mux(b_v, b_cam | free | Mux(b_fwd_v, b_fwd_tgt, 0)
                                    | Mux(al_v, al_tgt, 0), 0))
         mask_pre = Signal(n)        # all but this clock's grant (which comes late)
         m.d.comb += mask_pre.eq(_or_all(stages(gv, goh, range(PG)) + stages(ev, eoh, range(PE))
@@ -580,11 +582,13 @@ class GrantArbiter(wiring.Component):
             g_w1[k] = Signal(name=f"g{k}_w1")
             m.d.sync += g_w1[k].eq(g_w1[k - 1])
         m.d.comb += g_plus4.eq(gr4.cleft)
-        # The GRANT (fields as read: the seq before this grant).
+        # The GRANT (fields as read; its seq is one past the last GRANT's).
         gout = Signal(grant_layout(SB))
+        g_seq3 = Signal(SEQ_BITS)
+        m.d.comb += g_seq3.eq(gr3.gseq + 1)
         m.d.comb += [gout.slot.eq(gidx[3]), gout.src_node.eq(gr3.src_node),
                      gout.dgsq.eq(gr3.dgsq), gout.tc.eq(gr3.tc), gout.tenant.eq(gr3.tenant),
-                     gout.seq.eq(gr3.gseq), gout.credit.eq(G)]
+                     gout.seq.eq(g_seq3), gout.credit.eq(G)]
         m.d.comb += [out_fifo.w_data.eq(gout), out_fifo.w_en.eq(gv[2]),
                      self.m_grant.payload.eq(out_fifo.r_data),
                      self.m_grant.valid.eq(out_fifo.r_rdy),

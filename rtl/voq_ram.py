@@ -7,7 +7,8 @@ maps it to ECP5 DP16KD block RAM (one copy per read port beyond what the primiti
 two ports give).
 
 Interface: ``w_en, w_addr, w_data``; for read port ``i``: ``r<i>_addr`` in,
-``r<i>_data`` out. Timing: the read data of the address presented in cycle ``t`` is
+``r<i>_data`` out. Kept as its own module, it has exactly these ports, after ``clk``
+and ``rst`` (``rst`` unused), whatever its size (rtl/export.py). Timing: the read data of the address presented in cycle ``t`` is
 valid in cycle ``t+1`` (registered, always enabled); a read of the address written in
 the same cycle returns the old contents (not transparent). No reset: contents are
 undefined after power-up (the user clears what it needs).

@@ -401,6 +401,8 @@ async def bench_decision_rate(dut):
     burst = tb.grants[start:]
     span = (burst[-1][0] - burst[0][0] + 1) if burst else 1
     burst_rate = len(burst) / span
+    if os.environ.get("DGSQ_DEBUG"):
+        dut._log.info("burst grant clocks: %s", [g[0] - burst[0][0] for g in burst])
     await tb.run(5000, drain=None, latency=32)       # the held arrivals come back
     s0, c0 = len(tb.grants), tb.now
     await tb.run(20000, drain=None, latency=32)
