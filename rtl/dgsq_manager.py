@@ -2,11 +2,11 @@
 from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .catalog import BlockSpec
 from .control_frames import ControlHeaderLayout
+from .voq_ram import VOQRam
 from .gse_header import CONTAINER_BYTES, CREDIT_UNIT_BYTES, GSEType, gse_header_layout
 
 __all__ = ["DGSQManager", "pkt_in_layout", "pkt_out_layout", "release_layout", "GrantInLayout"]
@@ -167,9 +167,9 @@ class DGSQManager(wiring.Component):
         pending = Signal(n)       # a REQUEST is due: id in req_fifo once, or req_wait set
 
         ctx_l = _context_layout()
-        m.submodules.ctx_mem = mem = Memory(shape=ctx_l, depth=n, init=[])
-        rd = mem.read_port()
-        wr = mem.write_port()
+        # Its own module (kept as gse_dgsq_ctx_ram: an ASIC flow swaps it for an SRAM).
+        m.submodules.ctx_ram = mem = VOQRam(ctx_l.size, n)
+        rd_addr, rd_data = mem.read(0)
         m.submodules.req_fifo = req_fifo = SyncFIFOBuffered(width=QB, depth=n)
 
         tick_cnt = Signal(self.tick_shift + 1)
@@ -249,7 +249,7 @@ class DGSQManager(wiring.Component):
 
         # ---- ACCEPT: pick the event; its context id addresses the memory now -----------
         q_next = Signal(QB)
-        m.d.comb += rd.addr.eq(q_next)
+        m.d.comb += rd_addr.eq(q_next)
         g_pre = Signal()          # GRANT type and id range fine
         g_seq_m1 = Signal(16)
         g_neg = Signal(signed(24))   # -(granted credit bytes)
@@ -319,7 +319,7 @@ class DGSQManager(wiring.Component):
                                      valid[i].eq(1)]
                 m.d.sync += used.eq(used + 1)
         cur = Signal(ctx_l)
-        m.d.comb += cur.eq(rd.data)
+        m.d.comb += cur.eq(rd_data)
         c = Signal(ctx_l)         # the context as read
         p_nb = Signal(25)         # PKT: backlog + bytes
         p_thr = Signal(17)        # PKT: view + container - 1 (credit units)
@@ -518,7 +518,7 @@ class DGSQManager(wiring.Component):
         ]
 
         # Context memory: WRITE's write-back (the next ACCEPT reads it a clock later).
-        m.d.comb += [wr.addr.eq(q), wr.data.eq(nxt), wr.en.eq(st_write & write & done)]
+        m.d.comb += [mem.w_addr.eq(q), mem.w_data.eq(nxt), mem.w_en.eq(st_write & write & done)]
         m.d.comb += self.ctx_used.eq(used)
         return m
 
@@ -532,6 +532,6 @@ EXPORTS = [
                 "container_bytes": CONTAINER_BYTES, "ttl": 64, "tick_shift": 6},
         description="GSE DGSQ source-side manager: dynamic queue contexts, REQUEST "
                     "generation with refresh, GRANT handling and VOQ release requests",
-        keep_modules=None,
+        keep_modules=lambda **p: {"ctx_ram": "gse_dgsq_ctx_ram"},
     ),
 ]

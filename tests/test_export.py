@@ -19,7 +19,8 @@ SPECS = sorted({spec.name: spec for spec in blocks().values()}.values(), key=lam
 #: Kept modules built from rtl/voq_ram.py's VOQRam (one write port, n read ports).
 VOQ_RAMS = {"gse_voq_cell_ram", "gse_voq_link_ram", "gse_voq_qhead_ram", "gse_voq_qtail_ram",
             "gse_voq_qcnt_ram", "gse_voq_pkt_ram", "gse_voq_queue_drop_ram",
-            "gse_voq_tenant_drop_ram", "gse_grant_slot_ram_g", "gse_grant_slot_ram_e"}
+            "gse_voq_tenant_drop_ram", "gse_grant_slot_ram_g", "gse_grant_slot_ram_e",
+            "gse_dgsq_ctx_ram"}
 #: The other kept memories: their exact ports (name: direction).
 OTHER_RAMS = {
     "gse_reorder_ram": {"w_en": "input", "w_addr": "input", "w_data": "input",
