@@ -22,6 +22,7 @@ BLOCK_MODULES = [
     "opengse.rtl.link_monitor",
     "opengse.rtl.reorder_buffer",
     "opengse.rtl.pktc_testbench_top",
+    "opengse.rtl.dgsq_loop_testbench_top",
 ]
 
 
