@@ -35,6 +35,10 @@ def _context_layout():
     return data.StructLayout({
         "backlog": 24,            # bytes queued in the VOQ, not yet released
         "balance": signed(24),    # credit bytes: granted minus sent (negative: overrun debt)
+        # GRANT credit that came while a release was out (its own container follows that
+        # release's report), and balance + pg kept alongside (one carry chain each).
+        "pg": 24,
+        "bal_pg": signed(24),
         "view": 16,               # the arbiter's idea of our demand, credit units
         "ack": 16,                # seq of the last GRANT received
         "have_ack": 1,
@@ -91,9 +95,12 @@ class DGSQManager(wiring.Component):
     A GRANT (``s_grant``, decoded header fields; its ``dgsq`` is the context) adds its
     credit to the context's signed balance; a positive balance with backlog becomes a
     release request ``m_rel`` (queue, credit bytes) to the VOQ buffer, whose report
-    ``s_rel_done`` (bytes actually sent) is debited from backlog and balance. Credit
-    left over when the queue ran dry is discarded (never hoarded), an overrun is repaid
-    from the next grant.
+    ``s_rel_done`` (bytes actually sent) is debited from backlog and balance. One GRANT
+    forms one container: a GRANT that comes while a release is out keeps its credit
+    apart until the report, and credit a container left unused is dropped then (the
+    arbiter releases it at the container's last packet). Credit left over when the
+    queue ran dry is discarded (never hoarded), an overrun is repaid from the next
+    grant.
 
     Parameters: ``n_ctx`` (pool size), ``refresh_cycles``, ``idle_cycles``,
     ``container_bytes``, ``ttl`` (of REQUESTs), ``tick_shift`` (coarse time = clock
@@ -327,6 +334,15 @@ class DGSQManager(wiring.Component):
         r_gt = Signal()           # REL: backlog > bytes (backlog left)
         r_bal = Signal(signed(26))   # REL: balance - bytes
         r_pos = Signal()          # REL: balance - bytes > 0
+        r_a = Signal(signed(26))  # REL: balance + pg - bytes
+        r_a_pos = Signal()        # REL: balance + pg - bytes > 0
+        pg_nz = Signal()          # pg != 0
+        g_pg = Signal(24)         # GRANT: pg + credit
+        g_balpg = Signal(signed(26))  # GRANT: balance + pg + credit
+        r_next = Signal(signed(26))   # REL: the balance after the report
+        r_next_pos = Signal()
+        m.d.comb += [r_next.eq(Mux(r_bal[-1], r_a, c.pg)),
+                     r_next_pos.eq(Mux(r_bal[-1], r_a_pos, pg_nz))]
         g_credit = Signal(signed(26))  # GRANT: balance + credit
         g_pos = Signal()          # GRANT: balance + credit > 0
         g_vdiff = Signal(17)      # GRANT: view - len (bit 16: borrow, clip to 0)
@@ -339,6 +355,7 @@ class DGSQManager(wiring.Component):
         r_pos_d = (rel_bytes - cur.balance)[-1]       # balance - bytes > 0
         g_pos_d = (g_neg - cur.balance)[-1]           # balance + credit > 0
         r_gt_d = (rel_bytes - cur.backlog)[-1]        # backlog > bytes (borrow)
+        r_a_pos_d = (rel_bytes - cur.bal_pg)[-1]      # balance + pg - bytes > 0
         with m.If(st_calc):
             m.d.sync += [
                 st_calc.eq(0), st_write.eq(1),
@@ -349,6 +366,11 @@ class DGSQManager(wiring.Component):
                 r_gt.eq(r_gt_d),
                 r_bal.eq(cur.balance - rel_bytes),
                 r_pos.eq(r_pos_d),
+                r_a.eq(cur.bal_pg - rel_bytes),
+                r_a_pos.eq(r_a_pos_d),
+                pg_nz.eq(cur.pg != 0),
+                g_pg.eq(cur.pg + (g.len << 6)),
+                g_balpg.eq(cur.bal_pg + (g.len << 6)),
                 g_credit.eq(cur.balance + (g.len << 6)),
                 g_pos.eq(g_pos_d),
                 g_vdiff.eq(cur.view - g.len),
@@ -405,13 +427,18 @@ class DGSQManager(wiring.Component):
             with m.If(is_grant):
                 # The write data does not wait for the key check (no write without it).
                 rel_g = g_pos & c.nz & ~c.rel_pending      # release the credit
-                unused = g_pos & ~c.nz                      # queue ran dry: drop it
+                unused = g_pos & ~c.nz & ~c.rel_pending     # queue ran dry: drop it
                 m.d.comb += [
                     nxt.ack.eq(g.seq), nxt.have_ack.eq(1), nxt.ts_grant.eq(now),
                     nxt.view.eq(Mux(g_vdiff[16], 0, g_vdiff[:16])),
-                    nxt.balance.eq(Mux(unused, 0, g_credit)),
                     nxt.rel_pending.eq(c.rel_pending | rel_g),
                 ]
+                with m.If(c.rel_pending):
+                    # One GRANT, one container: this credit waits for the release out.
+                    m.d.comb += [nxt.pg.eq(g_pg), nxt.bal_pg.eq(g_balpg)]
+                with m.Else():
+                    m.d.comb += [nxt.balance.eq(Mux(unused, 0, g_credit)),
+                                 nxt.bal_pg.eq(Mux(unused, 0, g_credit)), nxt.pg.eq(0)]
                 with m.If(g_ok):
                     m.d.comb += [write.eq(1), rel_out.eq(rel_g), fx["unused"].eq(unused),
                                  fx["grant"].eq(1),
@@ -420,17 +447,21 @@ class DGSQManager(wiring.Component):
                     m.d.comb += fx["unknown"].eq(1)
             # REL
             with m.If(is_rel):
+                # The container is done: debt carries over, credit it left unused is
+                # dropped (the arbiter releases it at the container's last packet); the
+                # credit of GRANTs that came meanwhile starts the next container.
                 m.d.comb += [
                     nxt.backlog.eq(Mux(r_gt, r_diff, 0)), nxt.nz.eq(r_gt),
-                    nxt.balance.eq(r_bal), nxt.rel_pending.eq(0), nxt.ts_act.eq(now),
+                    nxt.balance.eq(r_next), nxt.bal_pg.eq(r_next), nxt.pg.eq(0),
+                    nxt.rel_pending.eq(0), nxt.ts_act.eq(now),
                     write.eq(1),
                 ]
-                m.d.comb += nxt.rel_pending.eq(r_pos & r_gt)
-                with m.If(r_pos & r_gt):
+                m.d.comb += nxt.rel_pending.eq(r_next_pos & r_gt)
+                with m.If(r_next_pos & r_gt):
                     m.d.comb += rel_out.eq(1)
                 with m.Else():
-                    with m.If(r_pos):
-                        m.d.comb += nxt.balance.eq(0)
+                    with m.If(r_next_pos):
+                        m.d.comb += [nxt.balance.eq(0), nxt.bal_pg.eq(0)]
                     # No release out any more: a waiting REQUEST is due again.
                     m.d.comb += [nxt.req_wait.eq(0), push.eq(c.req_wait)]
             with m.If(rel_out):
@@ -503,7 +534,7 @@ class DGSQManager(wiring.Component):
             self.m_pkt.payload.qid.eq(q),
             self.m_pkt.payload.bytes.eq(pkt_bytes),
             self.m_rel.payload.queue.eq(q),
-            self.m_rel.payload.bytes.eq(Mux(is_grant, g_credit, r_bal)),
+            self.m_rel.payload.bytes.eq(Mux(is_grant, g_credit, r_next)),
             r.type.eq(GSEType.REQUEST.value),
             r.flags.eq(0),
             r.tc.eq(c.tc),

@@ -216,6 +216,7 @@ class SourceQueue:
         self.ts_grant = 0
         self.sent = 0                # bytes released in total
         self.rel_pending = False     # a release is out at the VOQ buffer
+        self.pg = 0                  # credit of GRANTs that came while it was out
         self.gaps = 0
 
 
@@ -266,8 +267,12 @@ class SourceModel:
             q.gaps += 1
         q.ack, q.have_ack, q.ts_grant = seq, 1, now
         q.view = max(0, q.view - credit)
+        if q.rel_pending:
+            # One GRANT, one container: its credit waits for the release that is out.
+            q.pg += credit * CREDIT_UNIT_BYTES
+            return 0
         q.balance += credit * CREDIT_UNIT_BYTES
-        if q.rel_pending or q.balance <= 0:
+        if q.balance <= 0:
             return 0
         if q.backlog == 0:
             q.balance = 0
@@ -290,9 +295,13 @@ class SourceModel:
         """Debit a release report; returns a further release request in bytes (0: none)."""
         q = self.queues[qid]
         q.backlog -= sent_bytes
-        q.balance -= sent_bytes
         q.sent += sent_bytes
         q.rel_pending = False
+        # The container is done: debt carries over, credit it left unused is dropped
+        # (the arbiter releases it at the container's last packet), and the credit of
+        # GRANTs that came meanwhile is the next container's.
+        q.balance = min(q.balance - sent_bytes, 0) + q.pg
+        q.pg = 0
         if q.balance > 0:
             if q.backlog:
                 q.rel_pending = True
