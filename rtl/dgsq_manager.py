@@ -332,17 +332,17 @@ class DGSQManager(wiring.Component):
         p_thr = Signal(17)        # PKT: view + container - 1 (credit units)
         r_diff = Signal(24)       # REL: backlog - bytes (valid if r_gt)
         r_gt = Signal()           # REL: backlog > bytes (backlog left)
-        r_bal = Signal(signed(26))   # REL: balance - bytes
+        r_neg = Signal()          # REL: balance - bytes < 0
         r_pos = Signal()          # REL: balance - bytes > 0
         r_a = Signal(signed(26))  # REL: balance + pg - bytes
         r_a_pos = Signal()        # REL: balance + pg - bytes > 0
         pg_nz = Signal()          # pg != 0
         g_pg = Signal(24)         # GRANT: pg + credit
-        g_balpg = Signal(signed(26))  # GRANT: balance + pg + credit
+        g_balpg = Signal(signed(24))  # GRANT: balance + pg + credit
         r_next = Signal(signed(26))   # REL: the balance after the report
         r_next_pos = Signal()
-        m.d.comb += [r_next.eq(Mux(r_bal[-1], r_a, c.pg)),
-                     r_next_pos.eq(Mux(r_bal[-1], r_a_pos, pg_nz))]
+        m.d.comb += [r_next.eq(Mux(r_neg, r_a, c.pg)),
+                     r_next_pos.eq(Mux(r_neg, r_a_pos, pg_nz))]
         g_credit = Signal(signed(26))  # GRANT: balance + credit
         g_pos = Signal()          # GRANT: balance + credit > 0
         g_vdiff = Signal(17)      # GRANT: view - len (bit 16: borrow, clip to 0)
@@ -364,7 +364,7 @@ class DGSQManager(wiring.Component):
                 p_thr.eq(cur.view + (CU - 1)),
                 r_diff.eq(cur.backlog - rel_bytes),
                 r_gt.eq(r_gt_d),
-                r_bal.eq(cur.balance - rel_bytes),
+                r_neg.eq((cur.balance - rel_bytes)[-1]),
                 r_pos.eq(r_pos_d),
                 r_a.eq(cur.bal_pg - rel_bytes),
                 r_a_pos.eq(r_a_pos_d),
