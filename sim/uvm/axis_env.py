@@ -118,7 +118,11 @@ class AxisSequencer(uvm_sequencer):
 
 class AxisSequence(uvm_sequence):
     """Sends ``items`` (a list or a generator of :class:`AxisItem`, bytes or tuples),
-    in order. Generators are consumed lazily, so a sequence can be endless-ish."""
+    in order. Generators are consumed lazily, so a sequence can be endless-ish.
+    ``item_type`` (its ``of`` makes an item of each value) is what subclasses for other
+    item kinds change."""
+
+    item_type = AxisItem
 
     def __init__(self, name="axis_seq", items=()):
         super().__init__(name)
@@ -127,7 +131,7 @@ class AxisSequence(uvm_sequence):
 
     async def body(self):
         for value in self.items:
-            item = AxisItem.of(value)
+            item = self.item_type.of(value)
             await self.start_item(item)
             await self.finish_item(item)
             self.sent += 1

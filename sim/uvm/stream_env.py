@@ -67,6 +67,7 @@ from pyuvm import (ConfigDB, uvm_agent, uvm_analysis_port, uvm_component, uvm_dr
 
 from ..cocotb_util import random_pause, reset_dut
 from ..valid_ready import FieldStreamSink, FieldStreamSource
+from .axis_env import AxisSequence
 
 __all__ = ["StreamItem", "StreamPort", "StreamEnvConfig", "StreamSequencer", "StreamSequence",
            "StreamQueueSequence", "StreamDriver", "StreamResponder", "StreamMonitor",
@@ -186,21 +187,14 @@ class StreamSequencer(uvm_sequencer):
     """Plain sequencer for :class:`StreamItem`."""
 
 
-class StreamSequence(uvm_sequence):
+class StreamSequence(AxisSequence):
     """Sends ``items`` (a list or generator of :class:`StreamItem` or field dicts) in
     order."""
 
-    def __init__(self, name="stream_seq", items=()):
-        super().__init__(name)
-        self.items = items
-        self.sent = 0
+    item_type = StreamItem
 
-    async def body(self):
-        for value in self.items:
-            item = StreamItem.of(value)
-            await self.start_item(item)
-            await self.finish_item(item)
-            self.sent += 1
+    def __init__(self, name="stream_seq", items=()):
+        super().__init__(name, items)
 
 
 class StreamQueueSequence(uvm_sequence):
@@ -240,6 +234,15 @@ class StreamQueueSequence(uvm_sequence):
             self.sent += 1
 
 
+def _attach(cls, cfg, port, tag):
+    """A ``FieldStreamSource``/``FieldStreamSink`` on ``port`` of the DUT, idle or
+    back-pressured with probability ``port.pause`` (its own random stream, ``tag``)."""
+    end = cls(cfg.dut, port.prefix, getattr(cfg.dut, cfg.clk), port.fields)
+    if port.pause:
+        end.set_pause_generator(random_pause(_rng(cfg, port, tag), port.pause))
+    return end
+
+
 class StreamDriver(uvm_driver):
     """Drives one input port: items from the sequencer go, in order, into a
     :class:`~opengse.sim.valid_ready.FieldStreamSource` (idle cycles with probability
@@ -251,12 +254,7 @@ class StreamDriver(uvm_driver):
         self.cfg = _config(self)
 
     def start_of_simulation_phase(self):
-        dut = self.cfg.dut
-        self.source = FieldStreamSource(dut, self.port.prefix, getattr(dut, self.cfg.clk),
-                                        self.port.fields)
-        if self.port.pause:
-            self.source.set_pause_generator(random_pause(_rng(self.cfg, self.port, "drv"),
-                                                         self.port.pause))
+        self.source = _attach(FieldStreamSource, self.cfg, self.port, "drv")
 
     async def run_phase(self):
         while True:
@@ -283,13 +281,8 @@ class StreamResponder(uvm_component):
         self.cfg = _config(self)
 
     def start_of_simulation_phase(self):
-        dut = self.cfg.dut
-        self.sink = FieldStreamSink(dut, self.port.prefix, getattr(dut, self.cfg.clk),
-                                    self.port.fields)
+        self.sink = _attach(FieldStreamSink, self.cfg, self.port, "rsp")
         self.sink.queue = deque(maxlen=0)       # the monitor reports transfers
-        if self.port.pause:
-            self.sink.set_pause_generator(random_pause(_rng(self.cfg, self.port, "rsp"),
-                                                       self.port.pause))
 
 
 class StreamMonitor(uvm_monitor):
