@@ -33,7 +33,8 @@ def release_layout(qid_bits):
 
 def _context_layout():
     return data.StructLayout({
-        "backlog": 24,            # bytes queued in the VOQ, not yet released
+        "backlog": 24,            # credit bytes queued in the VOQ (each packet rounded up
+                                  # to whole credit units), not yet released
         "balance": signed(24),    # credit bytes: granted minus sent (negative: overrun debt)
         # GRANT credit that came while a release was out (its own container follows that
         # release's report), and balance + pg kept alongside (one carry chain each).
@@ -92,10 +93,15 @@ class DGSQManager(wiring.Component):
     whose release is out waits for the release report instead (its backlog figure is
     then exact) and re-enters the FIFO with it.
 
+    Credit is counted in whole credit units (64 B) per packet, as the egress reports
+    arrivals: a packet adds its length rounded up to a multiple of 64 to the backlog
+    (so REQUEST ``len`` = backlog / 64 exactly), and the VOQ buffer (``credit_unit`` =
+    64) reports each release as the credit it used, the sum of the rounded lengths.
+
     A GRANT (``s_grant``, decoded header fields; its ``dgsq`` is the context) adds its
     credit to the context's signed balance; a positive balance with backlog becomes a
     release request ``m_rel`` (queue, credit bytes) to the VOQ buffer, whose report
-    ``s_rel_done`` (bytes actually sent) is debited from backlog and balance. One GRANT
+    ``s_rel_done`` (credit used) is debited from backlog and balance. One GRANT
     forms one container: a GRANT that comes while a release is out keeps its credit
     apart until the report, and credit a container left unused is dropped then (the
     arbiter releases it at the container's last packet). Credit left over when the
@@ -164,6 +170,7 @@ class DGSQManager(wiring.Component):
         n = self.n_ctx
         QB = self.qid_bits
         CU = self.container_units
+        LCU = CREDIT_UNIT_BYTES.bit_length() - 1
 
         # CAM keys (flip-flops: compared in parallel).
         valid = self.valid
@@ -250,6 +257,10 @@ class DGSQManager(wiring.Component):
 
         # Event operands (registered at ACCEPT).
         pkt_bytes = Signal(16)
+        # The packet's credit in whole credit units (its length rounded up): the VOQ
+        # buffer reports releases in the same rounded bytes, and the egress reports
+        # arrivals per packet in credit units, so backlog, balance and the arbiter agree.
+        pkt_cu = Signal(16 - LCU + 1)
         pkt_key = Signal(data.StructLayout({"dst_node": 16, "port": 8, "tc": 3, "tenant": 12}))
         rel_bytes = Signal(24)
         g = Signal(data.StructLayout({"src_node": 16, "port": 8, "seq": 16, "len": 16}))
@@ -292,6 +303,7 @@ class DGSQManager(wiring.Component):
                 with m.If(pk_hit | pk_new):
                     m.d.comb += [self.s_pkt.ready.eq(1), q_next.eq(pk_q)]
                     m.d.sync += [is_pkt.eq(1), pkt_bytes.eq(pk.bytes), bytes_nz.eq(pk.bytes != 0),
+                                 pkt_cu.eq(pk.bytes[LCU:] + pk.bytes[:LCU].any()),
                                  blocked.eq(0), turn.eq(1),
                                  pkt_key.dst_node.eq(pk.dst_node), pkt_key.port.eq(pk.port),
                                  pkt_key.tc.eq(pk.tc), pkt_key.tenant.eq(pk.tenant)]
@@ -328,7 +340,7 @@ class DGSQManager(wiring.Component):
         cur = Signal(ctx_l)
         m.d.comb += cur.eq(rd_data)
         c = Signal(ctx_l)         # the context as read
-        p_nb = Signal(25)         # PKT: backlog + bytes
+        p_nb = Signal(25)         # PKT: backlog + the packet's bytes rounded up to units
         p_thr = Signal(17)        # PKT: view + container - 1 (credit units)
         r_diff = Signal(24)       # REL: backlog - bytes (valid if r_gt)
         r_gt = Signal()           # REL: backlog > bytes (backlog left)
@@ -360,7 +372,7 @@ class DGSQManager(wiring.Component):
             m.d.sync += [
                 st_calc.eq(0), st_write.eq(1),
                 c.eq(cur),
-                p_nb.eq(cur.backlog + pkt_bytes),
+                p_nb.eq(cur.backlog + Cat(C(0, LCU), pkt_cu)),
                 p_thr.eq(cur.view + (CU - 1)),
                 r_diff.eq(cur.backlog - rel_bytes),
                 r_gt.eq(r_gt_d),
@@ -418,7 +430,7 @@ class DGSQManager(wiring.Component):
                     # A new key: what was read is a former context's; start from zero.
                     m.d.comb += [
                         nxt.eq(0),
-                        nxt.backlog.eq(pkt_bytes), nxt.nz.eq(bytes_nz),
+                        nxt.backlog.eq(Cat(C(0, LCU), pkt_cu)), nxt.nz.eq(bytes_nz),
                         nxt.ts_act.eq(now), nxt.ts_req.eq(now), nxt.ts_grant.eq(now),
                         nxt.dst_node.eq(pkt_key.dst_node), nxt.port.eq(pkt_key.port),
                         nxt.tc.eq(pkt_key.tc), nxt.tenant.eq(pkt_key.tenant),

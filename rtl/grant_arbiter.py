@@ -53,7 +53,7 @@ def slot_layout(inflight_bits, cleft_bits):
         "cleft": signed(cleft_bits),     # credit granted minus arrived (negative: debt)
         "gseq": SEQ_BITS,                # seq of the last GRANT sent
         "quota": 8,                      # grants left in this round (when in the round)
-        "rc": 2,                         # containers completed since the last REQUEST
+        "rc": 2,                         # grants settled (container done, or debt only), not acknowledged
     })
 
 
@@ -227,28 +227,26 @@ class GrantArbiter(wiring.Component):
         PG, PE = GRANT_STAGES, ENGINE_STAGES
         gv, goh = self.gv, self.goh
         ev, eoh = self.ev, self.eoh
-        # Slot sets over the lanes, each the OR of registered sets (stage 1 of both
-        # lanes plus the later stages, OR-ed a clock early), so none is a wide OR:
-        #   busy: an operation in a lane; busy_next: ... that is still there next clock;
-        #   mask (for the pick): busy, written back last clock (the pick's view of it
-        #   is a clock late), or the engine's waiting target.
+        # Slot sets over the lanes, OR-ed a clock early so none is a wide OR behind a
+        # register: r_busy: an operation in a lane (past stage 1); r_next: ... that is
+        # still there next clock (with stage 1: E's check a clock ahead); the pick's
+        # mask (below).
         def stages(lane_v, lane_oh, ks):
             return [Mux(lane_v[k], lane_oh[k], 0) for k in ks]
-        s0 = Signal(n)
-        m.d.comb += s0.eq(Mux(gv[0], goh[0], 0) | Mux(ev[0], eoh[0], 0))
         r_busy, r_next = Signal(n), Signal(n)
         m.d.sync += [
             r_busy.eq(_or_all(stages(gv, goh, range(PG - 1)) + stages(ev, eoh, range(PE - 1)), n)),
             r_next.eq(_or_all(stages(gv, goh, range(PG - 2)) + stages(ev, eoh, range(PE - 2)), n)),
         ]
-        busy, busy_next = Signal(n), Signal(n)
-        m.d.comb += [busy.eq(s0 | r_busy), busy_next.eq(s0 | r_next)]
-        # The pick's mask is one register: this clock's grant, every lane stage (next
-        # clock one stage on, or written back: the pick's view of it is a clock late),
-        # and the engine's target in E or about to enter E.
+        # The pick's mask: last clock's grant (``g_d``) or'ed with one register holding
+        # every lane stage (next clock one stage on, or written back: the pick's view
+        # of it is a clock late) and the engine's target in B or E.
+        mask_r = Signal(n)
+        mask_pre = Signal(n)
+        m.d.sync += mask_r.eq(mask_pre)
+        g_d = Signal(n)             # last clock's grant (one-hot)
         mask = Signal(n)
-        mask_next = Signal(n)
-        m.d.sync += mask.eq(mask_next)
+        m.d.comb += mask.eq(mask_r | g_d)
 
         # ---- Stage A: which classes have an eligible slot (registered) ---------------
         live_elig = Signal(n)
@@ -268,32 +266,62 @@ class GrantArbiter(wiring.Component):
         m.d.comb += in_top.eq(Cat((tc_oh[i] & top_oh).any() for i in range(n)))
         m.d.sync += [b_valid.eq(a_any.any()), b_col.eq(in_top), b_ce.eq(live_elig & in_top)]
 
-        # ---- Stage C: the pick --------------------------------------------------------
-        ptr = Signal(n)             # thermometer: slots above the last-but-one grant
-        # Top-class slots still in the round (masked or not). A grant's effect on its
-        # slot's round flags is applied a clock later (from the grant lane's stage 1):
-        # until then the slot is masked, and here discounted if that grant used its last
-        # quota.
-        g1_exh = Signal(n)          # registered at the pick: sel & exh
-        q_all = Signal(n)
-        m.d.comb += q_all.eq(b_ce & inq & ~g1_exh)
-        q_m = Signal(n)
-        a_m = Signal(n)
+        # ---- Stage C: the pick, in two halves (even / odd slots) -----------------------
+        # C1 (one clock ahead) registers each half's candidates from the registered state:
+        # the next slot in round-robin order among the top class's eligible, unmasked
+        # slots still in the round (``c_q``), and among all of them (``c_a``, for a new
+        # round). C2 decides from registers only: a half may grant when it did not grant
+        # last clock (its candidates do not know that grant yet), so the loop from a
+        # decision back to the state its half picks from is two clocks long.
+        NH = 2
+        halves = [list(range(h, n, NH)) for h in range(NH)]
+
+        def half(v, h):
+            return Cat(v[i] for i in halves[h])
+
+        ptr = [Signal(len(halves[h]), name=f"ptr{h}") for h in range(NH)]  # thermometer
+        c_q = [Signal(len(halves[h]), name=f"c_q{h}") for h in range(NH)]
+        c_a = [Signal(len(halves[h]), name=f"c_a{h}") for h in range(NH)]
+        cq_any, ca_any = Signal(NH), Signal(NH)
+        q_m, a_m = Signal(n), Signal(n)
         m.d.comb += [q_m.eq(b_ce & inq & ~mask), a_m.eq(b_ce & ~mask)]
-        qh, ah = Signal(n), Signal(n)
-        m.d.comb += [qh.eq(q_m & ptr), ah.eq(a_m & ptr)]
+        for h in range(NH):
+            qm_h, am_h = half(q_m, h), half(a_m, h)
+            qh, ah = Signal.like(qm_h, name=f"qh{h}"), Signal.like(am_h, name=f"ah{h}")
+            m.d.comb += [qh.eq(qm_h & ptr[h]), ah.eq(am_h & ptr[h])]
+            m.d.sync += [c_q[h].eq(Mux(qh.any(), _onehot_first(qh), _onehot_first(qm_h))),
+                         c_a[h].eq(Mux(ah.any(), _onehot_first(ah), _onehot_first(am_h))),
+                         cq_any[h].eq(qm_h.any()), ca_any[h].eq(am_h.any())]
+        # Whether the class still has eligible slots in the round (masked or not). A grant
+        # with its last quota leaves the round a clock after it (from the grant lane's
+        # stage 1): until then ``g1_exh`` discounts it. This clock's grant is one of the
+        # registered candidates: the OR is formed for each of them (and for none) from
+        # registers, the decision only selects one.
+        g1_exh = Signal(n)          # registered at the pick: sel & exh
         any_q = Signal()
-        m.d.comb += any_q.eq(q_all.any())
-        f_qh, f_q, f_ah, f_a = Signal(n), Signal(n), Signal(n), Signal(n)
-        m.d.comb += [f_qh.eq(_onehot_first(qh)), f_q.eq(_onehot_first(q_m)),
-                     f_ah.eq(_onehot_first(ah)), f_a.eq(_onehot_first(a_m))]
-        sel = Signal(n)
+        q_left = Signal(n)
+        m.d.comb += q_left.eq(b_ce & inq & ~g1_exh)
+
+        def spread(v, h):
+            out = Signal(n, name=f"spread{h}_{v.name}")
+            m.d.comb += [out[i].eq(v[j]) for j, i in enumerate(halves[h])]
+            return out
+        q_left_if = {}              # (useq, half) -> any in the round after that grant
+        for h in range(NH):
+            for u, c in ((1, c_q[h]), (0, c_a[h])):
+                q_left_if[u, h] = (q_left & ~(spread(c, h) & exh)).any()
+        q_left_none = q_left.any()
+        nr_d = Signal()             # a new round started last clock: all of the class is in it
+        useq = Signal()
+        m.d.comb += useq.eq(any_q & ~nr_d)
+        last_h = Signal(NH)         # the half that granted last clock
+        pref = Signal()             # the half preferred when both may grant
+        has = Signal(NH)
+        m.d.comb += has.eq(Mux(useq, cq_any, ca_any) & ~last_h)
         cand_any = Signal()
-        # In the round: the next of its slots; none left in it: a new round starts.
-        with m.If(any_q):
-            m.d.comb += [sel.eq(Mux(qh.any(), f_qh, f_q)), cand_any.eq(q_m.any())]
-        with m.Else():
-            m.d.comb += [sel.eq(Mux(ah.any(), f_ah, f_a)), cand_any.eq(a_m.any())]
+        m.d.comb += cand_any.eq(has.any())
+        sel = Signal(n)
+        go = Signal(NH)
 
         # Room: grants are counted into ``outst`` one clock late; ok_a/ok_b are computed
         # a clock ahead for "a grant last clock" / "none" (releases are ignored then:
@@ -309,7 +337,14 @@ class GrantArbiter(wiring.Component):
                      ok_b.eq(self.outst_now + G <= room_next)]
         room_ok = Signal()
         m.d.comb += room_ok.eq(Mux(fire_d, ok_a, ok_b))
-        m.d.sync += outst.eq(Mux(self.outst_now > sub, self.outst_now - sub, 0))
+        # Released credit is counted a clock after its write-back (the safe side), from
+        # registered deltas: one adder and a clamp per clock.
+        rel_w = len(sub) + 1
+        d_fire, d_none = Signal(signed(rel_w + 1)), Signal(signed(rel_w + 1))
+        m.d.sync += [d_fire.eq(G - sub), d_none.eq(-sub)]
+        outst_nx = Signal(signed(len(self.outst_now) + 2))
+        m.d.comb += outst_nx.eq(outst + Mux(fire_d, d_fire, d_none))
+        m.d.sync += outst.eq(Mux(outst_nx < 0, 0, outst_nx))
         m.d.comb += self.outstanding.eq(self.outst_now)
 
         # Output FIFO reservations: one per grant decided, returned as grants leave.
@@ -323,20 +358,39 @@ class GrantArbiter(wiring.Component):
         fcred_next = Signal(range(FIFO_DEPTH + 2))
         m.d.comb += fcred_next.eq(fcred - fire_d + rd)
         m.d.sync += [fcred.eq(fcred_next), fifo_ok.eq(fcred_next >= 2)]
+        # The decision's enable from registers only: class, room (for "a grant last
+        # clock" / "none") and FIFO, AND-ed a clock ahead.
+        en_a, en_b = Signal(), Signal()
+        m.d.sync += [en_a.eq(a_any.any() & (self.outst_now + 2 * G <= room_next) & (fcred_next >= 2)),
+                     en_b.eq(a_any.any() & (self.outst_now + G <= room_next) & (fcred_next >= 2))]
+        dec_ok = Signal()
+        m.d.comb += dec_ok.eq(Mux(fire_d, en_a, en_b))
 
         eng_go = Signal()           # the lookup engine's operation enters its lane
         g_fire = self.g_fire
-        m.d.comb += [g_fire.eq(b_valid & cand_any & room_ok & fifo_ok),
-                     self.g_sel.eq(Mux(g_fire, sel, 0))]
+        # A half grants when it may and, if both may, when it is preferred.
+        m.d.comb += [go[0].eq(dec_ok & has[0] & (~has[1] | ~pref)),
+                     go[1].eq(dec_ok & has[1] & (~has[0] | pref)),
+                     g_fire.eq(go.any())]
+        for h in range(NH):
+            for j, i in enumerate(halves[h]):
+                m.d.comb += sel[i].eq(Mux(useq, c_q[h][j], c_a[h][j]) & go[h])
+        m.d.comb += self.g_sel.eq(sel)
         new_round = Signal()
-        m.d.comb += new_round.eq(g_fire & ~any_q)
-        m.d.sync += g1_exh.eq(self.g_sel & exh)
-        g_d = Signal(n)
-        m.d.sync += g_d.eq(self.g_sel)
-        with m.If(g_d.any()):
-            # Thermometer of the slots above the grant (the pick is one clock behind:
-            # harmless, the granted slot is masked).
-            m.d.sync += ptr.eq(~(g_d | (g_d - 1)[:n]))
+        m.d.comb += new_round.eq(g_fire & ~useq & ~nr_d)
+        m.d.sync += [g1_exh.eq(sel & exh), nr_d.eq(new_round), last_h.eq(go),
+                     any_q.eq(Mux(go[0], Mux(useq, q_left_if[1, 0], q_left_if[0, 0]),
+                                  Mux(go[1], Mux(useq, q_left_if[1, 1], q_left_if[0, 1]),
+                                      q_left_none)))]
+        with m.If(g_fire):
+            m.d.sync += pref.eq(go[0])
+        m.d.sync += g_d.eq(sel)
+        for h in range(NH):
+            gd_h = half(g_d, h)
+            with m.If(gd_h.any()):
+                # Thermometer of the half's slots above its last grant (the pick is two
+                # clocks behind: harmless, the granted slot is masked).
+                m.d.sync += ptr[h].eq(~(gd_h | (gd_h - 1)[:len(gd_h)]))
         with m.If(b_valid & cand_any & ~room_ok):
             m.d.sync += self.stat_room_stall.eq(self.stat_room_stall + 1)
         with m.If(g_fire):
@@ -358,10 +412,13 @@ class GrantArbiter(wiring.Component):
         m.d.sync += tick_cnt.eq(Mux(tick, 0, tick_cnt + 1))
         expired = Signal(n)
         m.d.comb += expired.eq(Cat((age[i] == AGE_MAX) for i in range(n)) & inflnz & valid)
-        # The expiry candidate: registered (B checks it is still expired).
+        # The expiry candidate: registered, among slots with no operation in a lane as of
+        # last clock (one that entered since is waited for in E, and E checks the slot
+        # is still expired).
         exp_oh = Signal(n)
         exp_any = Signal()
-        m.d.sync += [exp_oh.eq(_onehot_first(expired & ~busy)), exp_any.eq((expired & ~busy).any())]
+        m.d.sync += [exp_oh.eq(_onehot_first(expired & ~r_busy)),
+                     exp_any.eq((expired & ~r_busy).any())]
 
         # Four stages, one operation each: accept (operands latched into A), A (CAM
         # compare, registered), B (target chosen), E (waits until its target has no
@@ -390,15 +447,30 @@ class GrantArbiter(wiring.Component):
         b_req = Signal(request_layout())
         b_cred, b_last = Signal(16), Signal()
         b_exp = Signal(n)
+        alloc_ok = Signal()         # B holds a REQUEST with backlog (may take a free slot)
         b_lo, b_hi = Signal(n), Signal(n)    # per slot: src_node equal; dgsq equal and live
         b_cam = Signal(n)
         m.d.comb += b_cam.eq(b_lo & b_hi)
         a_key, b_key = Signal(32), Signal(32)   # (src_node, dgsq) of a REQUEST or arrival
         b_move = Signal()
-        m.d.comb += b_move.eq(b_v & (~e_v | e_done))
+        # B takes two clocks (its CAM hit is registered in the first), overlapping E's two.
+        # So a target reaches the pick's mask (via B's candidates) at least two clocks
+        # before its operation can enter the engine lane: the pick decides from
+        # candidates a clock old (stage C1), and the engine's check a clock ahead
+        # (``e_ok``) then sees any grant made from them.
+        b_rdy = Signal()
+        m.d.comb += b_move.eq(b_v & b_rdy & (~e_v | e_done))
+        m.d.sync += b_rdy.eq(b_v & ~b_move)
         a_move = Signal()
         m.d.comb += a_move.eq(a_v & (~b_v | b_move))
-        m.d.sync += [e_armed.eq(e_v & ~e_done), e_ok.eq(~(e_tgt & busy_next).any()),
+        # e_ok: E's target has no operation in a lane next clock (stage 1 of either lane
+        # or ``r_next``), with the stage-1 valids applied after the AND-OR trees (they
+        # fan out widely).
+        e_in_g1, e_in_e1, e_in_r = Signal(), Signal(), Signal()
+        m.d.comb += [e_in_g1.eq((e_tgt & goh[0]).any() & gv[0]),
+                     e_in_e1.eq((e_tgt & eoh[0]).any() & ev[0]),
+                     e_in_r.eq((e_tgt & r_next).any())]
+        m.d.sync += [e_armed.eq(e_v & ~e_done), e_ok.eq(~(e_in_g1 | e_in_e1 | e_in_r)),
                      e_exp_live.eq((e_tgt & expired).any())]
 
         # Arrivals wait in an accumulator: reports of the same queue's container are
@@ -412,7 +484,9 @@ class GrantArbiter(wiring.Component):
         merge = Signal()
         m.d.comb += merge.eq(acc_v & ~acc.last & (acc.src_node == new.src_node)
                              & (acc.dgsq == new.dgsq) & ((acc.credits + new.credits) >> 16 == 0))
-        m.d.comb += self.s_arr.ready.eq(~acc_v | acc_take | merge)
+        # (A report for another queue waits until the accumulator was taken: the input's
+        # ready does not depend on the engine's choice.)
+        m.d.comb += self.s_arr.ready.eq(~acc_v | merge)
         with m.If(self.s_arr.valid & self.s_arr.ready):
             with m.If(merge & ~acc_take):
                 m.d.sync += [acc.credits.eq(acc.credits + new.credits), acc.last.eq(new.last)]
@@ -423,8 +497,11 @@ class GrantArbiter(wiring.Component):
 
         # Accept: round-robin among REQUESTs, arrivals and expiries (one expiry in the
         # engine at a time, never for a slot with an operation in a lane).
+        # Registered: a clock stale, which is safe because A accepts only when empty
+        # (an expiry it took is seen here before A can accept again); an expiry whose
+        # candidate vanished meanwhile finds no slot and ends in E, uncounted.
         exp_ok = Signal()
-        m.d.comb += exp_ok.eq(exp_any
+        m.d.sync += exp_ok.eq(exp_any
                               & ~(a_v & (a_kind == OP_EXP)) & ~(b_v & (b_kind == OP_EXP))
                               & ~(e_v & (e_kind == OP_EXP)))
         # A takes an operation only when empty (the engine takes one per 2 clocks anyway):
@@ -463,6 +540,7 @@ class GrantArbiter(wiring.Component):
                      cam_hi.eq(Cat(kdgsq[i] == a_key[16:] for i in range(n)) & valid)]
         with m.If(a_move):
             m.d.sync += [b_v.eq(1), b_kind.eq(a_kind), b_req.eq(a_req), b_cred.eq(a_cred), b_last.eq(a_last),
+                         alloc_ok.eq((a_kind == OP_REQ) & (a_req.backlog != 0)),
                          b_exp.eq(a_exp), b_lo.eq(Mux(a_kind == OP_EXP, a_exp, cam_lo)),
                          b_hi.eq(Mux(a_kind == OP_EXP, ~0, cam_hi)),
                          b_key.eq(a_key)]
@@ -474,12 +552,14 @@ class GrantArbiter(wiring.Component):
         # written last clock (``al``) is forwarded, and remembered while B waits. A new
         # key takes the lowest free slot that is not E's.
         al_v = Signal()
-        al_key = Signal(32)
         al_tgt = Signal(n)
-        m.d.sync += [al_v.eq(e_v & e_has & ~e_armed & (e_kind == OP_REQ)),
-                     al_key.eq(Cat(e_req.src_node, e_req.dgsq)), al_tgt.eq(e_tgt)]
+        # Whether that key is B's, compared a clock ahead (with A's key if A moves into B).
+        al_eq = Signal()
+        e_key = Cat(e_req.src_node, e_req.dgsq)
+        m.d.sync += [al_v.eq(e_v & e_has & ~e_armed & (e_kind == OP_REQ)), al_tgt.eq(e_tgt),
+                     al_eq.eq(Mux(a_move, e_key == a_key, e_key == b_key))]
         fwd_la = Signal()
-        m.d.comb += fwd_la.eq(al_v & (al_key == b_key) & (b_kind != OP_EXP))
+        m.d.comb += fwd_la.eq(al_v & al_eq & (b_kind != OP_EXP))
         b_fwd_v = Signal()
         b_fwd_tgt = Signal(n)
         with m.If(a_move):
@@ -488,30 +568,31 @@ class GrantArbiter(wiring.Component):
             m.d.sync += [b_fwd_v.eq(1), b_fwd_tgt.eq(al_tgt)]
         b_hit0 = Signal()
         b_match0 = Signal(n)
-        m.d.comb += [b_hit0.eq(b_fwd_v | b_cam.any()),
+        b_cam_any = Signal()
+        m.d.sync += b_cam_any.eq(b_cam.any())
+        m.d.comb += [b_hit0.eq(b_fwd_v | b_cam_any),
                      b_match0.eq(Mux(b_fwd_v, b_fwd_tgt, b_cam))]
         hit = Signal()
         m.d.comb += hit.eq(fwd_la | b_hit0)
+        # The lowest free slot, registered: a clock old, which is safe because only E
+        # takes slots and B cannot move in the clock after E was filled (E takes at
+        # least two clocks), by when E's target is excluded here.
         free_mask = Signal(n)
         m.d.comb += free_mask.eq(~valid & ~Mux(e_v, e_tgt, 0))
-        free = Signal(n)
-        m.d.comb += free.eq(_onehot_first(free_mask))
-        alloc_ok = Signal()
-        m.d.comb += alloc_ok.eq((b_kind == OP_REQ) & (b_req.backlog != 0))
+        free, free_any = Signal(n), Signal()
+        m.d.sync += [free.eq(_onehot_first(free_mask)), free_any.eq(free_mask.any())]
         tgt = Signal(n)
         m.d.comb += tgt.eq(Mux(fwd_la, al_tgt, Mux(b_hit0, b_match0, Mux(alloc_ok, free, 0))))
         # B's possible targets (a superset, from registers) are masked while it may move.
         b_cands = Signal(n)
         m.d.comb += b_cands.eq(Mux(b_v, b_cam | free | Mux(b_fwd_v, b_fwd_tgt, 0)
                                    | Mux(al_v, al_tgt, 0), 0))
-        mask_pre = Signal(n)        # all but this clock's grant (which comes late)
         m.d.comb += mask_pre.eq(_or_all(stages(gv, goh, range(PG)) + stages(ev, eoh, range(PE))
                                         + [Mux(e_v, e_tgt, 0), b_cands], n))
-        m.d.comb += mask_next.eq(mask_pre | self.g_sel)
         with m.If(b_move):
             m.d.sync += [e_v.eq(1), e_kind.eq(b_kind), e_req.eq(b_req),
                          e_arr_cred.eq(b_cred), e_arr_last.eq(b_last),
-                         e_tgt.eq(tgt), e_has.eq(hit | (alloc_ok & free_mask.any())),
+                         e_tgt.eq(tgt), e_has.eq(hit | (alloc_ok & free_any)),
                          e_hit_r.eq(hit)]
         with m.Elif(e_done):
             m.d.sync += e_v.eq(0)
@@ -545,7 +626,11 @@ class GrantArbiter(wiring.Component):
         for k in range(1, PG):
             m.d.sync += [gv[k].eq(gv[k - 1]), goh[k].eq(goh[k - 1])]
         gidx = [None] + [Signal(SB, name=f"g{k}_idx") for k in range(1, PG + 1)]
-        m.d.comb += gidx[1].eq(_encode(goh[0], SB))
+        # The slot index is registered with the decision (encoded from the candidates,
+        # not from the decision), so the block-RAM read address comes from a register.
+        idx_sel = [Mux(useq, _encode(c_q[h], SB - 1), _encode(c_a[h], SB - 1))
+                   for h in range(NH)]
+        m.d.sync += gidx[1].eq(Mux(go[1], Cat(C(1, 1), idx_sel[1]), Cat(C(0, 1), idx_sel[0])))
         for k in range(2, PG + 1):
             m.d.sync += gidx[k].eq(gidx[k - 1])
         g_ra_g, g_rd_g = ram_g.read(0)
@@ -617,6 +702,7 @@ class GrantArbiter(wiring.Component):
             gw6.eq(gr5),
             gw6.demand.eq(Mux(gr5.demand > g_eff5, gr5.demand - g_eff5, 0)),
             gw6.inflight.eq(gr5.inflight + g_brings5),
+            gw6.rc.eq(Mux(~g_brings5 & (gr5.rc != 3), gr5.rc + 1, gr5.rc)),
             gw6.gseq.eq(gr5.gseq + 1),
             gw6.quota.eq(Mux(g_exh5, wt5, gr5.quota - 1)),
             g_rel6.eq(g_repay5), g_idle6.eq(gr5.inflight == 0),
@@ -633,7 +719,7 @@ class GrantArbiter(wiring.Component):
         ehit = [None] + [Signal(name=f"e{k}_hit") for k in range(1, PE + 1)]
         eidx = [None] + [Signal(SB, name=f"e{k}_idx") for k in range(1, PE + 1)]
         m.d.sync += [ev[0].eq(eng_go), eoh[0].eq(e_tgt), ekind[1].eq(e_kind), ehit[1].eq(e_hit)]
-        m.d.comb += eidx[1].eq(_encode(eoh[0], SB))
+        m.d.sync += eidx[1].eq(_encode(e_tgt, SB))     # with eoh[0] (= e_tgt, registered)
         for k in range(1, PE):
             m.d.sync += [ev[k].eq(ev[k - 1]), eoh[k].eq(eoh[k - 1])]
         for k in range(2, PE + 1):
@@ -694,6 +780,10 @@ class GrantArbiter(wiring.Component):
         e_quota5 = Signal(8)
         pcl5, ncl5 = Signal(cw), Signal(cw)
         er5 = Signal(slot_l)
+        # Settled grants this REQUEST did not acknowledge stay counted (a later REQUEST
+        # may have been sent before the source saw them too): at most unacked - in flight.
+        u_small5 = Signal(range(8))
+        m.d.sync += u_small5.eq(Mux(unacked4 > 7, 7, unacked4))
         m.d.sync += [resync5.eq(unacked4 > seen4), covered5.eq(unack_c * G),
                      cl1c5.eq(Mux(cl1_4 < -DEBT_MAX, -DEBT_MAX, cl1_4)), a_infl5.eq(a_infl),
                      e_quota5.eq(e_quota4), pcl5.eq(pcl4), ncl5.eq(ncl4), er5.eq(er4)]
@@ -704,6 +794,11 @@ class GrantArbiter(wiring.Component):
         dem_r6 = Signal(16)
         pc1_6, nc1_6 = Signal(cw), Signal(cw)
         gt6 = Signal()
+        rc_keep6 = Signal(2)
+        u_left5 = Signal(signed(4))
+        m.d.comb += u_left5.eq(u_small5 - er5.inflight)
+        m.d.sync += rc_keep6.eq(Mux(resync5 | (u_left5 <= 0), 0,
+                                    Mux(u_left5 < er5.rc, u_left5, er5.rc)))
         c6 = dict(quota=Signal(8), resync=Signal(), cl1c=Signal(signed(cw)),
                   a_infl=Signal(range(K + 1)), pcl=Signal(cw), ncl=Signal(cw))
         er6 = Signal(slot_l)
@@ -725,6 +820,8 @@ class GrantArbiter(wiring.Component):
         debt_inc7 = Signal(signed(cw + 1))
         c7 = {k: Signal.like(v, name=f"e7_{k}") for k, v in c6.items()}
         dem_r7 = Signal(16)
+        rc_keep7 = Signal(2)
+        m.d.sync += rc_keep7.eq(rc_keep6)
         er7 = Signal(slot_l)
         m.d.sync += [cl2_7.eq(Mux(cut, keep6, c6["cl1c"])), pcl2_7.eq(Mux(cut, keep6, pc1_6)),
                      debt_inc7.eq(nc1_6 - c6["ncl"]), dem_r7.eq(dem_r6), er7.eq(er6)]
@@ -742,7 +839,7 @@ class GrantArbiter(wiring.Component):
             with m.Case(OP_REQ):
                 m.d.comb += [e_new.tc.eq(sreq[7].tc), e_new.tenant.eq(sreq[7].tenant),
                              e_new.src_node.eq(sreq[7].src_node), e_new.dgsq.eq(sreq[7].dgsq),
-                             e_new.rc.eq(0)]
+                             e_new.rc.eq(Mux(ehit[7], rc_keep7, 0))]
                 with m.If(~ehit[7]):
                     m.d.comb += [e_new.demand.eq(sreq[7].backlog), e_new.inflight.eq(0),
                                  e_new.cleft.eq(0), e_new.gseq.eq(sreq[7].seq),

@@ -17,6 +17,9 @@ Interface (exported names):
   last packet may overrun it) or the queue is empty, then reports the release on
   ``m_deq_done_valid/ready, m_deq_done_queue, m_deq_done_bytes, m_deq_done_pkts``
   (after the release's last beat has left ``m_axis``; an empty release reports 0/0).
+  Credit is used in whole units of ``credit_unit`` bytes: a packet uses its length
+  rounded up to a multiple of ``credit_unit``, and ``m_deq_done_bytes`` is the credit
+  used (the sum of the rounded lengths; ``credit_unit`` = 1: the bytes sent).
   Requests are served in order, one release at a time.
 * Query port (plain signals, read every clock, 1-cycle latency): ``query_queue`` ->
   ``query_pkts, query_bytes, query_cells, query_drops``; ``query_tenant`` ->
@@ -77,7 +80,8 @@ def _pack(layout, **fields):
 class VOQBuffer(wiring.Component):
     def __init__(self, data_width=64, buffer_bytes=65536, cell_bytes=256, queues=1024,
                  tenants=16, queue_limit_cells=128, tenant_reserved_cells=8,
-                 tenant_limit_cells=192, alpha_log2=1, credit_width=16, counter_width=32):
+                 tenant_limit_cells=192, alpha_log2=1, credit_width=16, counter_width=32,
+                 credit_unit=1):
         self.data_width = check_data_width(data_width)
         self.bpb = data_width // 8
         self.lbpb = _log2(self.bpb, "data_width/8")
@@ -108,6 +112,11 @@ class VOQBuffer(wiring.Component):
             raise ValueError("alpha_log2 must be in -4..4")
         self.alpha_log2 = alpha_log2
         self.credit_width = credit_width
+        # Credit is used in whole units: a packet counts as its length rounded up.
+        self.lcu = _log2(credit_unit, "credit_unit")
+        if credit_unit > buffer_bytes:
+            raise ValueError("credit_unit must not exceed buffer_bytes")
+        self.credit_unit = credit_unit
         if not 1 <= counter_width <= 32:
             raise ValueError("counter_width must be 1..32")
         self.counter_width = counter_width        # < 32 only to shrink formal checks
@@ -169,7 +178,7 @@ class VOQBuffer(wiring.Component):
         N, CB, BPB, W = self.n, self.cb, self.bpb, self.data_width
         cw, cnw, lw, qw, tw = self.cw, self.cnw, self.lw, self.qw, self.tw
         R, L, QL, T = self.res, self.tlim, self.qlim, self.tenants
-        lcb, lbpb = self.lcb, self.lbpb
+        lcb, lbpb, lcu = self.lcb, self.lbpb, self.lcu
 
         qptr_l = data.StructLayout({"head": cw, "tail": cw})
         qcnt_l = data.StructLayout({"pkts": cnw, "bytes": lw, "cells": cnw})
@@ -581,12 +590,12 @@ class VOQBuffer(wiring.Component):
         w_len = Signal(lw)
         w_cells = Signal(cnw)
         w_ten = Signal(tw)
-        w_sent_b = Signal(self.bw)
+        w_sent_u = Signal(self.bw - lcu)     # credit used so far, in credit units
         w_sent_p = Signal(cnw)
         w_r_link = Signal(cw)
         w_snap_bytes, w_snap_cells = Signal(lw), Signal(cnw)
         w_c_lastpkt = Signal()
-        w_c_len, w_c_ten, w_c_newb = Signal(lw), Signal(tw), Signal(self.bw)
+        w_c_len, w_c_ten, w_c_newu = Signal(lw), Signal(tw), Signal(self.bw - lcu)
         w_c_lm1 = Signal(self.lcellb)        # (len - 1) mod cell_bytes: last beat, keep
         w_c_rem, w_c_last, w_c_cells = Signal(cnw), Signal(), Signal(cnw)
         w_r_pkt = data.View(pkt_l, Signal(pkt_l.size))
@@ -608,7 +617,7 @@ class VOQBuffer(wiring.Component):
             with m.State("SNAP1"):
                 m.d.comb += [wq_addr.eq(w_q), wc_addr.eq(w_q)]
                 m.d.sync += [w_p.eq(wc_view.pkts), w_cur.eq(wq_view.head), w_pstart.eq(1),
-                             w_sent_b.eq(0), w_sent_p.eq(0),
+                             w_sent_u.eq(0), w_sent_p.eq(0),
                              w_snap_bytes.eq(wc_view.bytes), w_snap_cells.eq(wc_view.cells)]
                 m.next = "SNAP2"
             with m.State("SNAP2"):
@@ -638,7 +647,9 @@ class VOQBuffer(wiring.Component):
                 c_rem = Mux(w_pstart, c_rem_first, w_rem)
                 m.d.sync += [w_c_len.eq(c_len), w_c_lm1.eq(c_lm1[:self.lcellb]),
                              w_c_ten.eq(Mux(w_pstart, w_r_pkt.tenant, w_ten)),
-                             w_c_newb.eq(w_sent_b + c_len),
+                             # credit used, in units: + the length rounded up, as one carry
+                             # chain (the round-up is its carry-in)
+                             w_c_newu.eq(w_sent_u + c_len[lcu:] + c_len[:lcu].any()),
                              w_c_rem.eq(c_rem), w_c_last.eq(c_rem == 0),
                              w_c_cells.eq(Mux(w_pstart, c_rem_first + 1, w_cells)),
                              w_c_lastpkt.eq(w_sent_p + 1 == w_p)]
@@ -650,7 +661,8 @@ class VOQBuffer(wiring.Component):
                 rem = w_c_rem
                 is_last = w_c_last
                 cells_cur = w_c_cells
-                new_b = w_c_newb
+                new_u = w_c_newu
+                new_b = Cat(Const(0, lcu), new_u)     # credit used, bytes
                 new_p = w_sent_p + 1
                 rel_end = is_last & ((new_b >= w_credit) | w_c_lastpkt)
                 m.d.comb += [
@@ -665,7 +677,7 @@ class VOQBuffer(wiring.Component):
                     m.d.sync += [w_len.eq(w_c_len), w_ten.eq(w_c_ten), w_cells.eq(w_c_cells)]
                 with m.If(is_last):
                     m.d.sync += [u_pend.eq(1), u_q.eq(w_q), u_len.eq(len_cur), u_cells.eq(cells_cur),
-                                 u_last.eq(w_cur), w_sent_b.eq(new_b), w_sent_p.eq(new_p)]
+                                 u_last.eq(w_cur), w_sent_u.eq(new_u), w_sent_p.eq(new_p)]
                 with m.If(rel_end):
                     m.d.comb += [done_fifo.w_en.eq(1), done_w.queue.eq(w_q),
                                  done_w.bytes.eq(new_b), done_w.pkts.eq(new_p)]
@@ -802,7 +814,7 @@ EXPORTS = [BlockSpec(
     params={"data_width": 64, "buffer_bytes": 65536, "cell_bytes": 256, "queues": 1024,
             "tenants": 16, "queue_limit_cells": 128, "tenant_reserved_cells": 8,
             "tenant_limit_cells": 192, "alpha_log2": 1, "credit_width": 16,
-            "counter_width": 32},
+            "counter_width": 32, "credit_unit": 64},
     description="VOQ buffer manager: shared cell buffer, per-queue linked lists, "
                 "admission (queue limit, tenant reservation/limit, dynamic threshold), "
                 "credit-based whole-packet release",

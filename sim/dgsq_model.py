@@ -10,14 +10,16 @@ Independent of the RTL: only the protocol constants come from the header module.
   the source's acknowledged GRANT seq, leases for lost GRANTs.
 * :class:`SourceModel` is the source side (DGSQ manager + VOQ buffer): per queue its
   packets, backlog, signed credit balance, REQUEST triggers (non-empty, growth by a
-  container beyond the arbiter's view, refresh) and the acknowledged GRANT seq.
+  container beyond the arbiter's view, refresh) and the acknowledged GRANT seq. Credit
+  is counted in whole credit units per packet (:func:`credit_bytes`), as the egress
+  reports arrivals: backlog, releases and their reports are in rounded bytes.
 * :func:`jain` is Jain's fairness index.
 """
 from collections import deque
 
 from opengse.rtl.gse_header import CONTAINER_BYTES, CREDIT_UNIT_BYTES
 
-__all__ = ["ArbiterModel", "SourceModel", "SourceQueue", "jain", "units"]
+__all__ = ["ArbiterModel", "SourceModel", "SourceQueue", "credit_bytes", "jain", "units"]
 
 SEQ_MOD = 1 << 16
 DEBT_MAX = 511          # credit units of overrun debt kept per requester (clamped)
@@ -26,6 +28,11 @@ DEBT_MAX = 511          # credit units of overrun debt kept per requester (clamp
 def units(nbytes):
     """Bytes to credit units (rounded up), saturating at 16 bits."""
     return min(0xFFFF, -(-nbytes // CREDIT_UNIT_BYTES))
+
+
+def credit_bytes(nbytes, unit=CREDIT_UNIT_BYTES):
+    """Credit a packet of ``nbytes`` uses: its length rounded up to whole credit units."""
+    return -(-nbytes // unit) * unit
 
 
 def jain(xs):
@@ -45,7 +52,7 @@ class _Slot:
         self.cleft = 0
         self.gseq = seq
         self.quota = quota
-        self.completed = 0       # containers completed since the last REQUEST (max 3)
+        self.completed = 0       # grants settled (container done, or debt only) that no REQUEST acknowledged (max 3)
         self.idle_since = 0      # last progress (for leases)
 
 
@@ -92,15 +99,19 @@ class ArbiterModel:
             self.slots[key] = s
             self.order[self.order.index(None)] = key
         unacked = (s.gseq - seq) % SEQ_MOD
-        # Grants the source may not have seen: those in flight or completed since the
-        # last REQUEST (one it never got completes never: a lost GRANT).
+        # Grants the source may not have seen: those in flight or settled and not yet
+        # acknowledged (one it never got completes never: a lost GRANT).
         seen = s.inflight + s.completed
+        left = unacked
         if unacked > seen:
             # Lost GRANTs or a new queue at the source: resynchronise, forget the debt.
             s.gseq = seq
             s.cleft = max(s.cleft, 0)
+            left = 0
         unacked = min(unacked, seen)
-        s.completed = 0
+        # Settled grants stay counted while this REQUEST did not acknowledge them (a
+        # later REQUEST may have been sent before the source saw them too).
+        s.completed = min(s.completed, max(0, left - s.inflight))
         s.demand = max(0, backlog - unacked * self.G)
         s.tc, s.tenant = tc, tenant
         self._maybe_free(s)
@@ -194,6 +205,8 @@ class ArbiterModel:
             s.idle_since = now
         if s.cleft > -self.G:          # a container will come for this grant
             s.inflight += 1
+        else:                           # it only repays debt: settled at once
+            s.completed = min(s.completed + 1, 3)
         self.outstanding += max(s.cleft + self.G, 0) - max(s.cleft, 0)
         s.cleft += self.G
         s.gseq = (s.gseq + 1) % SEQ_MOD
@@ -207,24 +220,30 @@ class SourceQueue:
         self.qid = qid
         self.key = key               # (dst_node, port, tc, tenant)
         self.packets = deque()       # byte lengths in the VOQ
-        self.backlog = 0
+        self.backlog = 0             # credit bytes queued (lengths rounded up to units)
         self.balance = 0
         self.view = 0
         self.ack = 0
         self.have_ack = 0
         self.ts_req = 0
         self.ts_grant = 0
-        self.sent = 0                # bytes released in total
+        self.sent = 0                # credit bytes released in total
         self.rel_pending = False     # a release is out at the VOQ buffer
         self.pg = 0                  # credit of GRANTs that came while it was out
         self.gaps = 0
 
 
 class SourceModel:
-    """Source leaf: queues, REQUEST triggers, GRANT handling and container release."""
+    """Source leaf: queues, REQUEST triggers, GRANT handling and container release.
 
-    def __init__(self, node_id=1, refresh=8192, container_bytes=CONTAINER_BYTES):
+    ``credit_unit`` (bytes): a packet uses its length rounded up to a multiple of it, in
+    the backlog and in a release (the VOQ buffer's parameter of the same name; 64 in
+    GSE, so that the source and the egress's per-packet arrival reports agree)."""
+
+    def __init__(self, node_id=1, refresh=8192, container_bytes=CONTAINER_BYTES,
+                 credit_unit=CREDIT_UNIT_BYTES):
         self.node_id = node_id
+        self.credit_unit = credit_unit
         self.refresh = refresh
         self.CU = container_bytes // CREDIT_UNIT_BYTES
         self.queues = {}             # qid -> SourceQueue
@@ -237,7 +256,7 @@ class SourceModel:
             q.ts_req = q.ts_grant = now
         was_empty = q.backlog == 0
         q.packets.append(nbytes)
-        q.backlog += nbytes
+        q.backlog += credit_bytes(nbytes, self.credit_unit)
         if was_empty or units(q.backlog) >= q.view + self.CU:
             self.pending.add(qid)
 
@@ -280,19 +299,25 @@ class SourceModel:
         q.rel_pending = True
         return q.balance
 
-    def release(self, qid, credit_bytes):
-        """The VOQ side: whole packets up to ``credit_bytes`` (the last may overrun).
-        Returns the list of packet lengths sent."""
+    def release(self, qid, credit):
+        """The VOQ side: whole packets while the credit they use (lengths rounded up to
+        units) is below ``credit`` bytes (the last may overrun). Returns the list of
+        packet lengths sent; its report is :meth:`used` of that list."""
         q = self.queues[qid]
         out, total = [], 0
-        while q.packets and total < credit_bytes:
+        while q.packets and total < credit:
             b = q.packets.popleft()
             out.append(b)
-            total += b
+            total += credit_bytes(b, self.credit_unit)
         return out
 
+    def used(self, pkts):
+        """The credit a release of packets ``pkts`` (lengths) used: the VOQ's report."""
+        return sum(credit_bytes(b, self.credit_unit) for b in pkts)
+
     def release_done(self, qid, sent_bytes):
-        """Debit a release report; returns a further release request in bytes (0: none)."""
+        """Debit a release report (credit used, rounded bytes); returns a further release
+        request in bytes (0: none)."""
         q = self.queues[qid]
         q.backlog -= sent_bytes
         q.sent += sent_bytes

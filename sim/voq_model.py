@@ -20,6 +20,10 @@ packet and names the reason:
 
 A frame marked bad (or whose last beat has no byte) is dropped as ``bad`` when no
 admission check failed first.
+
+Release: whole packets while the credit used is below the credit; a packet uses its
+length rounded up to a multiple of ``credit_unit`` (the last may overrun); the report
+is the credit used (:meth:`VOQModel.credit_used`).
 """
 from collections import deque
 from dataclasses import dataclass, field
@@ -54,6 +58,7 @@ class VOQModel:
     alpha_log2: int = 1
     credit_width: int = 16
     counter_width: int = 32
+    credit_unit: int = 1
     q: list = field(default_factory=list, init=False)
     drops: dict = field(default_factory=dict, init=False)
 
@@ -73,6 +78,14 @@ class VOQModel:
     # -- helpers --------------------------------------------------------------------
     def cells_of(self, nbytes):
         return -(-nbytes // self.cell_bytes)
+
+    def credit_of(self, nbytes):
+        """Credit a packet of ``nbytes`` uses: its length rounded up to whole units."""
+        return -(-nbytes // self.credit_unit) * self.credit_unit
+
+    def credit_used(self, pkts):
+        """Credit a release of ``pkts`` used (what the done report carries)."""
+        return sum(self.credit_of(len(p)) for p in pkts)
 
     def deficit(self):
         r = self.tenant_reserved_cells
@@ -122,7 +135,8 @@ class VOQModel:
         return None
 
     def release(self, queue, credit):
-        """Dequeue request: the packets released (whole; the last may overrun)."""
+        """Dequeue request: the packets released (whole, while the credit used is below
+        ``credit``; the last may overrun)."""
         out, sent = [], 0
         if credit == 0:
             return out
@@ -134,7 +148,7 @@ class VOQModel:
             self.occ[pkt.tenant] -= n
             self.free += n
             self.deq_pkts += 1
-            sent += len(pkt.data)
+            sent += self.credit_of(len(pkt.data))
             out.append(pkt)
         return out
 

@@ -1,7 +1,8 @@
 """cocotb tests of the DGSQManager (gse_dgsq_manager) in a closed loop.
 
 The manager (RTL) faces a VOQ-buffer model (queues of packet lengths, whole-packet
-container release answering ``m_rel`` with ``s_rel_done``), the reference grant
+container release answering ``m_rel`` with ``s_rel_done``: the credit used, each
+packet's length rounded up to whole 64-byte credit units), the reference grant
 scheduler (:class:`opengse.sim.dgsq_model.ArbiterModel`, one per egress port, fed
 with the manager's REQUESTs, returning GRANTs and taking data arrivals after a
 latency), and a loss injector on REQUESTs and GRANTs. A shadow
@@ -16,7 +17,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from opengse.sim.dgsq_model import ArbiterModel, SourceModel, units
+from opengse.sim.dgsq_model import ArbiterModel, SourceModel, credit_bytes, units
 from opengse.sim.runner import test_params
 
 NODE = 5
@@ -167,17 +168,17 @@ class ManagerBench:
                 sent = []
                 tot = 0
                 v = self.voq[o["queue"]]
-                while v and tot < o["bytes"]:
+                while v and tot < o["bytes"]:     # credit used: lengths rounded up to units
                     b = v.popleft()
                     sent.append(b)
-                    tot += b
+                    tot += credit_bytes(b)
                 self.shadow.release(o["queue"], o["bytes"])
                 self.rel_done.append((self.now + self.rel_delay, {"queue": o["queue"], "bytes": tot}))
                 dst, port = self.qkey[o["queue"]][:2]
                 for k, b in enumerate(sent):
                     self.arrivals.append((self.now + self.latency + k, (dst, port),
                                           (NODE, o["queue"], units(b), k == len(sent) - 1)))
-                self.delivered += tot
+                self.delivered += sum(sent)
             if "m_req" in outs:
                 o = outs["m_req"]
                 self.requests += 1

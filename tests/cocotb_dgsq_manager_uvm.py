@@ -5,7 +5,8 @@ three input ports (``s_pkt``, ``s_grant``, ``s_rel_done``) and three output port
 Closed loop (as in tests/cocotb_dgsq_manager.py, built from the env's monitors and
 queue sequences): packets of more keys than there are contexts go in on ``s_pkt``; a
 VOQ model keeps what ``m_pkt`` enqueues and answers every ``m_rel`` with whole
-packets on ``s_rel_done``; the reference scheduler
+packets, reported on ``s_rel_done`` as the credit used (lengths rounded up to 64-byte
+credit units); the reference scheduler
 (:class:`~opengse.sim.dgsq_model.ArbiterModel`, one per egress port) takes the
 REQUESTs seen on ``m_req``, picks, and returns GRANTs on ``s_grant``; data arrivals
 come back to it after a latency. A few GRANTs that match no context are mixed in.
@@ -30,7 +31,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 from pyuvm import ConfigDB, uvm_component, uvm_subscriber, uvm_test
 
-from opengse.sim.dgsq_model import ArbiterModel, SourceModel, units
+from opengse.sim.dgsq_model import ArbiterModel, SourceModel, credit_bytes, units
 from opengse.sim.runner import test_params
 from opengse.sim.uvm.stream_env import (CONFIG_KEY, StreamEnv, StreamEnvConfig, StreamModel,
                                         StreamPort, StreamQueueSequence, StreamSequence)
@@ -172,12 +173,12 @@ class ManagerLoop(uvm_component):
         v, sent, tot = self.voq[qid], [], 0
         while v and tot < credit:            # whole packets; the last may overrun
             sent.append(v.popleft())
-            tot += sent[-1]
+            tot += credit_bytes(sent[-1])    # credit used: lengths rounded up to units
         self.dones.append((self.now + self.rel_delay, {"queue": qid, "bytes": tot}))
         for k, b in enumerate(sent):
             self.arrivals.append((self.now + self.latency + k, self.key[qid],
                                   (NODE, qid, units(b), k == len(sent) - 1)))
-        self.delivered += tot
+        self.delivered += sum(sent)
 
     async def run_phase(self):
         clk = cocotb.top.clk

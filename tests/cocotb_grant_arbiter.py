@@ -130,8 +130,7 @@ class ArbiterBench:
         if rel <= 0:
             return
         pkts = sm.release(g["dgsq"], rel)
-        sent = sum(pkts)
-        sm.release_done(g["dgsq"], sent)
+        sm.release_done(g["dgsq"], sm.used(pkts))    # the VOQ reports the credit used
         due = self.now + self.latency
         if self.per_packet:
             for k, b in enumerate(pkts):

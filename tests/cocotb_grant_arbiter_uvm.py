@@ -279,7 +279,7 @@ class ClosedLoop(uvm_component):
         if rel <= 0:
             return
         pkts = sm.release(g["dgsq"], rel)
-        sm.release_done(g["dgsq"], sum(pkts))
+        sm.release_done(g["dgsq"], sm.used(pkts))    # the VOQ reports the credit used
         due = self.now + self.latency
         base = {"src_node": g["src_node"], "dgsq": g["dgsq"]}
         if self.rng.random() < 0.5:          # one report per packet ...

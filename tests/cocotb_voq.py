@@ -23,6 +23,12 @@ from opengse.sim.voq_model import DROP_REASONS, Packet, VOQModel
 P = test_params()
 BPB = P["data_width"] // 8
 CELLS = P["buffer_bytes"] // P["cell_bytes"]
+CREDIT_UNIT = P["credit_unit"]
+
+
+def credit_of(nbytes):
+    """Credit a packet uses: its length rounded up to whole credit units."""
+    return -(-nbytes // CREDIT_UNIT) * CREDIT_UNIT
 
 
 def model():
@@ -209,11 +215,12 @@ class VOQBench:
         return out
 
     def check_release(self, q, credit, nbytes, npkts, frames, expected=None):
-        assert sum(len(f.tdata) for f in frames) == nbytes, "done bytes != bytes sent"
+        # The report is the credit used: each packet's length rounded up to whole units.
+        assert sum(credit_of(len(f.tdata)) for f in frames) == nbytes, "done bytes != credit used"
         if credit == 0:
             assert npkts == 0
         if npkts:
-            last = len(frames[-1].tdata)
+            last = credit_of(len(frames[-1].tdata))
             assert nbytes - last < credit, "released more than the credit allows"
         for f in frames:
             tag = int.from_bytes(bytes(f.tdata[:4]), "little")
@@ -295,7 +302,8 @@ async def test_basic(dut):
     for q in (0, 1):
         b = await tb.query(queue=q)
         assert (b["pkts"], b["bytes"], b["cells"]) == m.backlog(q), (b, m.backlog(q))
-    for q, credit in ((0, 100), (1, 1), (0, 0), (0, 10000), (1, 10000), (1, 50)):
+    # credit 125 on queue 0 (60, 61, 64 B first): 3 packets in bytes, 2 in 64 B units
+    for q, credit in ((0, 125), (1, 1), (0, 0), (0, 10000), (1, 10000), (1, 50)):
         exp = m.release(q, credit)
         tb.request(q, credit)
         (rq, nb, npk, frames), = await tb.collect(1)

@@ -15,8 +15,8 @@ Properties, checked every clock:
   (``outstanding <= buffer_credits``), and a grant is only issued while
   ``outstanding + grant <= buffer_credits``.
 
-Depth 20 clocks by default (a REQUEST is taken, written back, picked and its grant's
-state read at clock 18); ``-m slow`` runs depth 28; ``DGSQ_FORMAL_DEPTH`` overrides.
+Depth 23 clocks by default (a REQUEST is taken, written back, picked and its grant's
+state read at clock 20); ``-m slow`` runs depth 30; ``DGSQ_FORMAL_DEPTH`` overrides.
 """
 import os
 
@@ -76,8 +76,8 @@ def _ports(dut):
 
 
 @pytest.mark.parametrize("depth", [
-    int(os.environ.get("DGSQ_FORMAL_DEPTH", 20)),
-    pytest.param(28, marks=pytest.mark.slow),
+    int(os.environ.get("DGSQ_FORMAL_DEPTH", 23)),
+    pytest.param(30, marks=pytest.mark.slow),
 ])
 def test_arbiter_safety_bmc(depth):
     top = ArbiterProperties(**PARAMS)
@@ -89,6 +89,6 @@ def test_arbiter_safety_bmc(depth):
 def test_arbiter_grants_reachable():
     """The properties are not vacuous: a grant's state check is reachable."""
     top = ArbiterProperties(**PARAMS)
-    res = prove(top, ports=_ports(top.dut), depth=20, mode="cover", **SOLVER,
+    res = prove(top, ports=_ports(top.dut), depth=23, mode="cover", **SOLVER,
                 workdir=BUILD_ROOT / "formal" / "grant_arbiter_cover")
     assert res.passed

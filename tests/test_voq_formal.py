@@ -27,7 +27,7 @@ from opengse.sim.runner import BUILD_ROOT
 
 SMALL = dict(data_width=8, buffer_bytes=8, cell_bytes=2, queues=2, tenants=2,
              queue_limit_cells=3, tenant_reserved_cells=1, tenant_limit_cells=3,
-             alpha_log2=0, credit_width=4, counter_width=2)
+             alpha_log2=0, credit_width=4, counter_width=2, credit_unit=1)
 #: Regression depth: the table clear takes 4 cycles, the first commit is reachable at
 #: step 11, the first cell returned to the free list at step 24 (cover check below).
 DEPTH = int(os.environ.get("VOQ_FORMAL_DEPTH", "16"))
