@@ -62,6 +62,14 @@ def _onehot_first(x):
     return x & (-x).as_unsigned()[:len(x)]
 
 
+def _rr_first(above, all_):
+    """One-hot of the first set bit of ``above``, else of ``all_`` (``above`` is a
+    subset of ``all_``): one carry chain over both, folded."""
+    w = len(all_)
+    f = _onehot_first(Cat(above, all_))
+    return f[:w] | f[w:]
+
+
 def _and_or(onehot, bits):
     """``bits[i]`` for the one set bit of ``onehot`` (0 when none)."""
     return (onehot & bits).any()
@@ -289,8 +297,9 @@ class GrantArbiter(wiring.Component):
             qm_h, am_h = half(q_m, h), half(a_m, h)
             qh, ah = Signal.like(qm_h, name=f"qh{h}"), Signal.like(am_h, name=f"ah{h}")
             m.d.comb += [qh.eq(qm_h & ptr[h]), ah.eq(am_h & ptr[h])]
-            m.d.sync += [c_q[h].eq(Mux(qh.any(), _onehot_first(qh), _onehot_first(qm_h))),
-                         c_a[h].eq(Mux(ah.any(), _onehot_first(ah), _onehot_first(am_h))),
+            # Round-robin as one carry chain over (above the pointer, all): the first set
+            # bit of the doubled vector, folded.
+            m.d.sync += [c_q[h].eq(_rr_first(qh, qm_h)), c_a[h].eq(_rr_first(ah, am_h)),
                          cq_any[h].eq(qm_h.any()), ca_any[h].eq(am_h.any())]
         # Whether the class still has eligible slots in the round (masked or not). A grant
         # with its last quota leaves the round a clock after it (from the grant lane's
@@ -298,6 +307,14 @@ class GrantArbiter(wiring.Component):
         # registered candidates: the OR is formed for each of them (and for none) from
         # registers, the decision only selects one.
         g1_exh = Signal(n)          # registered at the pick: sel & exh
+        nr_d = Signal()             # a new round started last clock: all of the class is in it
+        # ``exh`` of the slots the pick may take, from a register: a slot's quota flags
+        # change at its own write-back (it is masked until the clock after) or by a new
+        # round (then it is fresh: exh = w1).
+        exh_r = Signal(n)
+        m.d.sync += exh_r.eq(exh)
+        exh_p = Signal(n)
+        m.d.comb += exh_p.eq(Mux(nr_d, w1, exh_r))
         any_q = Signal()
         q_left = Signal(n)
         m.d.comb += q_left.eq(b_ce & inq & ~g1_exh)
@@ -309,9 +326,8 @@ class GrantArbiter(wiring.Component):
         q_left_if = {}              # (useq, half) -> any in the round after that grant
         for h in range(NH):
             for u, c in ((1, c_q[h]), (0, c_a[h])):
-                q_left_if[u, h] = (q_left & ~(spread(c, h) & exh)).any()
+                q_left_if[u, h] = (q_left & ~(spread(c, h) & exh_p)).any()
         q_left_none = q_left.any()
-        nr_d = Signal()             # a new round started last clock: all of the class is in it
         useq = Signal()
         m.d.comb += useq.eq(any_q & ~nr_d)
         last_h = Signal(NH)         # the half that granted last clock
@@ -333,8 +349,14 @@ class GrantArbiter(wiring.Component):
         m.d.comb += self.outst_now.eq(outst + Mux(fire_d, G, 0))
         room_next = Signal(16)
         m.d.comb += room_next.eq(Mux(self.egress_room > BUF, BUF, self.egress_room))
-        m.d.sync += [ok_a.eq(self.outst_now + 2 * G <= room_next),
-                     ok_b.eq(self.outst_now + G <= room_next)]
+        # room - outst once (a carry chain), then constant compares; last clock's grant
+        # selects among them late.
+        head = Signal(signed(17))
+        m.d.comb += head.eq(room_next - outst)
+        fits = {k: Signal(name=f"fits{k}") for k in (1, 2, 3)}   # outst + k*G <= room
+        m.d.comb += [fits[k].eq(head >= k * G) for k in fits]
+        m.d.sync += [ok_a.eq(Mux(fire_d, fits[3], fits[2])),
+                     ok_b.eq(Mux(fire_d, fits[2], fits[1]))]
         room_ok = Signal()
         m.d.comb += room_ok.eq(Mux(fire_d, ok_a, ok_b))
         # Released credit is counted a clock after its write-back (the safe side), from
@@ -361,8 +383,8 @@ class GrantArbiter(wiring.Component):
         # The decision's enable from registers only: class, room (for "a grant last
         # clock" / "none") and FIFO, AND-ed a clock ahead.
         en_a, en_b = Signal(), Signal()
-        m.d.sync += [en_a.eq(a_any.any() & (self.outst_now + 2 * G <= room_next) & (fcred_next >= 2)),
-                     en_b.eq(a_any.any() & (self.outst_now + G <= room_next) & (fcred_next >= 2))]
+        m.d.sync += [en_a.eq(a_any.any() & Mux(fire_d, fits[3], fits[2]) & (fcred_next >= 2)),
+                     en_b.eq(a_any.any() & Mux(fire_d, fits[2], fits[1]) & (fcred_next >= 2))]
         dec_ok = Signal()
         m.d.comb += dec_ok.eq(Mux(fire_d, en_a, en_b))
 
@@ -376,9 +398,11 @@ class GrantArbiter(wiring.Component):
             for j, i in enumerate(halves[h]):
                 m.d.comb += sel[i].eq(Mux(useq, c_q[h][j], c_a[h][j]) & go[h])
         m.d.comb += self.g_sel.eq(sel)
+        # A new round: a grant from c_a that is not the clock after a new round (written
+        # from registers directly, not through the half choice).
         new_round = Signal()
-        m.d.comb += new_round.eq(g_fire & ~useq & ~nr_d)
-        m.d.sync += [g1_exh.eq(sel & exh), nr_d.eq(new_round), last_h.eq(go),
+        m.d.comb += new_round.eq(dec_ok & ~any_q & ~nr_d & (ca_any & ~last_h).any())
+        m.d.sync += [g1_exh.eq(sel & exh_p), nr_d.eq(new_round), last_h.eq(go),
                      any_q.eq(Mux(go[0], Mux(useq, q_left_if[1, 0], q_left_if[0, 0]),
                                   Mux(go[1], Mux(useq, q_left_if[1, 1], q_left_if[0, 1]),
                                       q_left_none)))]
@@ -415,10 +439,12 @@ class GrantArbiter(wiring.Component):
         # The expiry candidate: registered, among slots with no operation in a lane as of
         # last clock (one that entered since is waited for in E, and E checks the slot
         # is still expired).
+        expired_r = Signal(n)       # a clock old (the lane's check is exact, below)
+        m.d.sync += expired_r.eq(expired)
         exp_oh = Signal(n)
         exp_any = Signal()
-        m.d.sync += [exp_oh.eq(_onehot_first(expired & ~r_busy)),
-                     exp_any.eq((expired & ~r_busy).any())]
+        m.d.sync += [exp_oh.eq(_onehot_first(expired_r & ~r_busy)),
+                     exp_any.eq((expired_r & ~r_busy).any())]
 
         # Four stages, one operation each: accept (operands latched into A), A (CAM
         # compare, registered), B (target chosen), E (waits until its target has no
@@ -436,21 +462,17 @@ class GrantArbiter(wiring.Component):
         e_hit = Signal()
         m.d.comb += e_hit.eq(e_hit_r)
         e_armed, e_ok = Signal(), Signal()
-        # An expiry enters only if its slot is still expired (progress may have come).
-        e_exp_live = Signal()
-        e_is_exp = Signal()
-        m.d.comb += e_is_exp.eq(e_kind == OP_EXP)
-        m.d.comb += eng_go.eq(e_v & e_has & e_armed & e_ok & (~e_is_exp | e_exp_live))
+        # (An expiry checks in its lane that its slot is still expired.)
+        m.d.comb += eng_go.eq(e_v & e_has & e_armed & e_ok)
         e_done = Signal()
-        m.d.comb += e_done.eq(e_v & (eng_go | ~e_has | (e_is_exp & e_armed & ~e_exp_live)))
+        m.d.comb += e_done.eq(e_v & (eng_go | ~e_has))
         b_v, b_kind = Signal(), Signal(2)
         b_req = Signal(request_layout())
         b_cred, b_last = Signal(16), Signal()
-        b_exp = Signal(n)
         alloc_ok = Signal()         # B holds a REQUEST with backlog (may take a free slot)
-        b_lo, b_hi = Signal(n), Signal(n)    # per slot: src_node equal; dgsq equal and live
-        b_cam = Signal(n)
-        m.d.comb += b_cam.eq(b_lo & b_hi)
+        b_cam = Signal(n)           # per slot: the key's CAM hit (or the expiry's slot)
+        b_kind_now = Signal(2)      # B's kind and key in every clock of B (first included)
+        b_key_now = Signal(32)
         a_key, b_key = Signal(32), Signal(32)   # (src_node, dgsq) of a REQUEST or arrival
         b_move = Signal()
         # B takes two clocks (its CAM hit is registered in the first), overlapping E's two.
@@ -470,8 +492,7 @@ class GrantArbiter(wiring.Component):
         m.d.comb += [e_in_g1.eq((e_tgt & goh[0]).any() & gv[0]),
                      e_in_e1.eq((e_tgt & eoh[0]).any() & ev[0]),
                      e_in_r.eq((e_tgt & r_next).any())]
-        m.d.sync += [e_armed.eq(e_v & ~e_done), e_ok.eq(~(e_in_g1 | e_in_e1 | e_in_r)),
-                     e_exp_live.eq((e_tgt & expired).any())]
+        m.d.sync += [e_armed.eq(e_v & ~e_done), e_ok.eq(~(e_in_g1 | e_in_e1 | e_in_r))]
 
         # Arrivals wait in an accumulator: reports of the same queue's container are
         # added up while the engine is busy (their effect is the same as one report of
@@ -502,7 +523,7 @@ class GrantArbiter(wiring.Component):
         # candidate vanished meanwhile finds no slot and ends in E, uncounted.
         exp_ok = Signal()
         m.d.sync += exp_ok.eq(exp_any
-                              & ~(a_v & (a_kind == OP_EXP)) & ~(b_v & (b_kind == OP_EXP))
+                              & ~(a_v & (a_kind == OP_EXP)) & ~(b_v & (b_kind_now == OP_EXP))
                               & ~(e_v & (e_kind == OP_EXP)))
         # A takes an operation only when empty (the engine takes one per 2 clocks anyway):
         # the accept decision then depends on no pipeline movement (short paths).
@@ -538,14 +559,33 @@ class GrantArbiter(wiring.Component):
         cam_lo, cam_hi = Signal(n), Signal(n)
         m.d.comb += [cam_lo.eq(Cat(ksrc[i] == a_key[:16] for i in range(n))),
                      cam_hi.eq(Cat(kdgsq[i] == a_key[16:] for i in range(n)) & valid)]
+        # A's operands and CAM compare are registered every clock (no enable): in B's
+        # first clock (``b_first``) they describe the operation that moved in, and B
+        # keeps them from then on. So B's wide registers load on a registered enable,
+        # not on the move decision (which fans out late).
+        d_kind = Signal(2)
+        d_req = Signal(request_layout())
+        d_cred, d_last, d_key = Signal(16), Signal(), Signal(32)
+        d_lo, d_hi = Signal(n), Signal(n)    # per slot: src_node equal; dgsq equal and live
+        d_exp = Signal(n)
+        m.d.sync += [d_kind.eq(a_kind), d_req.eq(a_req), d_cred.eq(a_cred), d_last.eq(a_last),
+                     d_key.eq(a_key), d_lo.eq(cam_lo), d_hi.eq(cam_hi), d_exp.eq(a_exp)]
+        d_cam = Signal(n)           # the operation's slot(s): CAM hit, or the expiry's slot
+        m.d.comb += d_cam.eq(Mux(d_kind == OP_EXP, d_exp, d_lo & d_hi))
+        b_first = Signal()
+        m.d.sync += b_first.eq(a_move)
         with m.If(a_move):
-            m.d.sync += [b_v.eq(1), b_kind.eq(a_kind), b_req.eq(a_req), b_cred.eq(a_cred), b_last.eq(a_last),
-                         alloc_ok.eq((a_kind == OP_REQ) & (a_req.backlog != 0)),
-                         b_exp.eq(a_exp), b_lo.eq(Mux(a_kind == OP_EXP, a_exp, cam_lo)),
-                         b_hi.eq(Mux(a_kind == OP_EXP, ~0, cam_hi)),
-                         b_key.eq(a_key)]
+            m.d.sync += b_v.eq(1)
         with m.Elif(b_move):
             m.d.sync += b_v.eq(0)
+        b_cam_r = Signal(n)
+        with m.If(b_first):
+            m.d.sync += [b_kind.eq(d_kind), b_req.eq(d_req), b_cred.eq(d_cred), b_last.eq(d_last),
+                         b_key.eq(d_key), b_cam_r.eq(d_cam),
+                         alloc_ok.eq((d_kind == OP_REQ) & (d_req.backlog != 0))]
+        m.d.comb += [b_cam.eq(Mux(b_first, d_cam, b_cam_r)),
+                     b_kind_now.eq(Mux(b_first, d_kind, b_kind)),
+                     b_key_now.eq(Mux(b_first, d_key, b_key))]
 
         # B: choose the target. A REQUEST writes its slot's key (and live bit) from its
         # first clock in E on; an operation behind it compared before that: the key
@@ -557,15 +597,17 @@ class GrantArbiter(wiring.Component):
         al_eq = Signal()
         e_key = Cat(e_req.src_node, e_req.dgsq)
         m.d.sync += [al_v.eq(e_v & e_has & ~e_armed & (e_kind == OP_REQ)), al_tgt.eq(e_tgt),
-                     al_eq.eq(Mux(a_move, e_key == a_key, e_key == b_key))]
+                     al_eq.eq(Mux(a_move, e_key == a_key, e_key == b_key_now))]
         fwd_la = Signal()
-        m.d.comb += fwd_la.eq(al_v & al_eq & (b_kind != OP_EXP))
+        m.d.comb += fwd_la.eq(al_v & al_eq & (b_kind_now != OP_EXP))
         b_fwd_v = Signal()
         b_fwd_tgt = Signal(n)
         with m.If(a_move):
             m.d.sync += b_fwd_v.eq(0)
         with m.Elif(fwd_la & ~b_move):
-            m.d.sync += [b_fwd_v.eq(1), b_fwd_tgt.eq(al_tgt)]
+            m.d.sync += b_fwd_v.eq(1)
+        with m.If(fwd_la):          # (only read while b_fwd_v: no move conditions here)
+            m.d.sync += b_fwd_tgt.eq(al_tgt)
         b_hit0 = Signal()
         b_match0 = Signal(n)
         b_cam_any = Signal()
@@ -600,16 +642,13 @@ class GrantArbiter(wiring.Component):
         # E: counters of operations that end here.
         with m.If(e_v & ~e_has):
             # Nothing to do: an unknown arrival, a REQUEST without a slot, or a
-            # REQUEST with no backlog from a queue we do not track. (An expiry whose
-            # slot made progress meanwhile ends here too, uncounted.)
+            # REQUEST with no backlog from a queue we do not track.
             with m.If(e_kind == OP_ARR):
                 m.d.sync += self.stat_arr_unknown.eq(self.stat_arr_unknown + 1)
             with m.If((e_kind == OP_REQ) & (e_req.backlog != 0)):
                 m.d.sync += self.stat_req_no_slot.eq(self.stat_req_no_slot + 1)
         with m.If(e_done & (e_kind == OP_REQ)):
             m.d.sync += self.stat_requests.eq(self.stat_requests + 1)
-        with m.If(eng_go & (e_kind == OP_EXP)):
-            m.d.sync += self.stat_lease_expired.eq(self.stat_lease_expired + 1)
 
         # A REQUEST's slot is live (and its key in the CAM) from its first clock in E on
         # (written every clock in E: a write-back of the slot in that clock may clear it).
@@ -725,6 +764,16 @@ class GrantArbiter(wiring.Component):
         for k in range(2, PE + 1):
             m.d.sync += [ekind[k].eq(ekind[k - 1]), ehit[k].eq(ehit[k - 1]),
                          eidx[k].eq(eidx[k - 1])]
+        # An expiry takes effect only if its slot is still expired, seen at stage 2 (from
+        # a register a clock old): the slot is the lane's alone from its entry on, and
+        # the last write-back of another operation on it was at the latest in the clock
+        # of entry, so this view is exact. Progress meanwhile: the expiry is a no-op.
+        xlive = [None] * (PE + 1)
+        for k in range(3, PE + 1):
+            xlive[k] = Signal(name=f"e{k}_xlive")
+        m.d.sync += xlive[3].eq(_and_or(eoh[1], expired_r))
+        for k in range(4, PE + 1):
+            m.d.sync += xlive[k].eq(xlive[k - 1])
         # The operands travel with the operation (the engine accepts the next one
         # meanwhile).
         sreq = [None] + [Signal(request_layout(), name=f"e{k}_req") for k in range(1, PE)]
@@ -857,10 +906,13 @@ class GrantArbiter(wiring.Component):
                 with m.If(slast[7] & (er7.rc != 3)):
                     m.d.comb += e_new.rc.eq(er7.rc + 1)
             with m.Case(OP_EXP):
-                m.d.comb += [e_new.cleft.eq(0), e_new.inflight.eq(0), e_rel.eq(c7["pcl"])]
+                with m.If(xlive[7]):
+                    m.d.comb += [e_new.cleft.eq(0), e_new.inflight.eq(0), e_rel.eq(c7["pcl"])]
         ew8 = Signal(slot_l)
         e_rel8 = Signal(cw)
         m.d.sync += [ew8.eq(e_new), e_rel8.eq(e_rel)]
+        with m.If(ev[PE - 1] & (ekind[PE] == OP_EXP) & xlive[8]):
+            m.d.sync += self.stat_lease_expired.eq(self.stat_lease_expired + 1)
 
         # e8. Write-back.
         e_wb = Signal()
