@@ -307,14 +307,6 @@ class GrantArbiter(wiring.Component):
         # registered candidates: the OR is formed for each of them (and for none) from
         # registers, the decision only selects one.
         g1_exh = Signal(n)          # registered at the pick: sel & exh
-        nr_d = Signal()             # a new round started last clock: all of the class is in it
-        # ``exh`` of the slots the pick may take, from a register: a slot's quota flags
-        # change at its own write-back (it is masked until the clock after) or by a new
-        # round (then it is fresh: exh = w1).
-        exh_r = Signal(n)
-        m.d.sync += exh_r.eq(exh)
-        exh_p = Signal(n)
-        m.d.comb += exh_p.eq(Mux(nr_d, w1, exh_r))
         any_q = Signal()
         q_left = Signal(n)
         m.d.comb += q_left.eq(b_ce & inq & ~g1_exh)
@@ -326,8 +318,9 @@ class GrantArbiter(wiring.Component):
         q_left_if = {}              # (useq, half) -> any in the round after that grant
         for h in range(NH):
             for u, c in ((1, c_q[h]), (0, c_a[h])):
-                q_left_if[u, h] = (q_left & ~(spread(c, h) & exh_p)).any()
+                q_left_if[u, h] = (q_left & ~(spread(c, h) & exh)).any()
         q_left_none = q_left.any()
+        nr_d = Signal()             # a new round started last clock: all of the class is in it
         useq = Signal()
         m.d.comb += useq.eq(any_q & ~nr_d)
         last_h = Signal(NH)         # the half that granted last clock
@@ -398,11 +391,9 @@ class GrantArbiter(wiring.Component):
             for j, i in enumerate(halves[h]):
                 m.d.comb += sel[i].eq(Mux(useq, c_q[h][j], c_a[h][j]) & go[h])
         m.d.comb += self.g_sel.eq(sel)
-        # A new round: a grant from c_a that is not the clock after a new round (written
-        # from registers directly, not through the half choice).
         new_round = Signal()
-        m.d.comb += new_round.eq(dec_ok & ~any_q & ~nr_d & (ca_any & ~last_h).any())
-        m.d.sync += [g1_exh.eq(sel & exh_p), nr_d.eq(new_round), last_h.eq(go),
+        m.d.comb += new_round.eq(g_fire & ~useq & ~nr_d)
+        m.d.sync += [g1_exh.eq(sel & exh), nr_d.eq(new_round), last_h.eq(go),
                      any_q.eq(Mux(go[0], Mux(useq, q_left_if[1, 0], q_left_if[0, 0]),
                                   Mux(go[1], Mux(useq, q_left_if[1, 1], q_left_if[0, 1]),
                                       q_left_none)))]
@@ -439,12 +430,10 @@ class GrantArbiter(wiring.Component):
         # The expiry candidate: registered, among slots with no operation in a lane as of
         # last clock (one that entered since is waited for in E, and E checks the slot
         # is still expired).
-        expired_r = Signal(n)       # a clock old (the lane's check is exact, below)
-        m.d.sync += expired_r.eq(expired)
         exp_oh = Signal(n)
         exp_any = Signal()
-        m.d.sync += [exp_oh.eq(_onehot_first(expired_r & ~r_busy)),
-                     exp_any.eq((expired_r & ~r_busy).any())]
+        m.d.sync += [exp_oh.eq(_onehot_first(expired & ~r_busy)),
+                     exp_any.eq((expired & ~r_busy).any())]
 
         # Four stages, one operation each: accept (operands latched into A), A (CAM
         # compare, registered), B (target chosen), E (waits until its target has no
@@ -567,11 +556,9 @@ class GrantArbiter(wiring.Component):
         d_req = Signal(request_layout())
         d_cred, d_last, d_key = Signal(16), Signal(), Signal(32)
         d_lo, d_hi = Signal(n), Signal(n)    # per slot: src_node equal; dgsq equal and live
-        d_exp = Signal(n)
         m.d.sync += [d_kind.eq(a_kind), d_req.eq(a_req), d_cred.eq(a_cred), d_last.eq(a_last),
-                     d_key.eq(a_key), d_lo.eq(cam_lo), d_hi.eq(cam_hi), d_exp.eq(a_exp)]
-        d_cam = Signal(n)           # the operation's slot(s): CAM hit, or the expiry's slot
-        m.d.comb += d_cam.eq(Mux(d_kind == OP_EXP, d_exp, d_lo & d_hi))
+                     d_key.eq(a_key), d_lo.eq(Mux(a_kind == OP_EXP, a_exp, cam_lo)),
+                     d_hi.eq(Mux(a_kind == OP_EXP, ~0, cam_hi))]
         b_first = Signal()
         m.d.sync += b_first.eq(a_move)
         with m.If(a_move):
@@ -581,9 +568,9 @@ class GrantArbiter(wiring.Component):
         b_cam_r = Signal(n)
         with m.If(b_first):
             m.d.sync += [b_kind.eq(d_kind), b_req.eq(d_req), b_cred.eq(d_cred), b_last.eq(d_last),
-                         b_key.eq(d_key), b_cam_r.eq(d_cam),
+                         b_key.eq(d_key), b_cam_r.eq(d_lo & d_hi),
                          alloc_ok.eq((d_kind == OP_REQ) & (d_req.backlog != 0))]
-        m.d.comb += [b_cam.eq(Mux(b_first, d_cam, b_cam_r)),
+        m.d.comb += [b_cam.eq(Mux(b_first, d_lo & d_hi, b_cam_r)),
                      b_kind_now.eq(Mux(b_first, d_kind, b_kind)),
                      b_key_now.eq(Mux(b_first, d_key, b_key))]
 
@@ -768,6 +755,8 @@ class GrantArbiter(wiring.Component):
         # a register a clock old): the slot is the lane's alone from its entry on, and
         # the last write-back of another operation on it was at the latest in the clock
         # of entry, so this view is exact. Progress meanwhile: the expiry is a no-op.
+        expired_r = Signal(n)
+        m.d.sync += expired_r.eq(expired)
         xlive = [None] * (PE + 1)
         for k in range(3, PE + 1):
             xlive[k] = Signal(name=f"e{k}_xlive")
