@@ -122,16 +122,19 @@ class GrantArbiter(wiring.Component):
     split, new word, write-back) writes bank G, the **engine lane** (``ENGINE_STAGES``
     = 8 clocks) bank E, each reads both: two read-modify-writes per clock. The pick:
     stage A registers which classes have an eligible slot, stage B the top class's
-    eligible slots, stage C picks round-robin among those still in the round (carry-
-    chain priority pick from a thermometer pointer) or starts a new round. The engine
-    (REQUESTs, arrival reports via a same-queue accumulator, lease expiries) is
-    accept -> CAM compare -> target (with forwarding of keys not yet written) -> enter
-    (when the target has no operation in a lane, checked a clock ahead): one
-    operation per 2 clocks. A slot with an operation in a lane is masked from the pick
-    (one register) and waited for by the engine, so no slot ever has two operations in
-    flight (formally checked). So: one decision per clock while the top class has at
-    least 8 eligible slots; a single requester is granted at most every 8 clocks.
-    GRANTs leave through an 8-entry FIFO 3 clocks after their decision.
+    eligible slots, stage C1 registers per half (even / odd slots) the next slot in
+    round-robin order among those still in the round and among all (carry-chain
+    priority pick from a thermometer pointer), stage C2 decides from registers only:
+    a half that did not grant last clock grants its candidate, or starts a new round.
+    The engine (REQUESTs, arrival reports via a same-queue accumulator, lease
+    expiries, checked in the lane) is accept -> CAM compare -> target (two clocks;
+    with forwarding of keys not yet written) -> enter (when the target has no
+    operation in a lane, checked a clock ahead): one operation per 2 clocks. A slot
+    with an operation in a lane is masked from the pick and waited for by the engine,
+    so no slot ever has two operations in flight (formally checked). So: one decision
+    per clock while each half of the top class has at least 4 eligible slots; a
+    single requester is granted at most every 8 clocks. GRANTs leave through an
+    8-entry FIFO 3 clocks after their decision.
     """
 
     def __init__(self, n_req=64, buffer_credits=1024, grant_credits=CONTAINER_BYTES // CREDIT_UNIT_BYTES,
