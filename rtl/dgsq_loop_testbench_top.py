@@ -39,6 +39,7 @@ from .control_frames import ControlFrameDecoder, ControlFrameEncoder, ControlHea
 from .dgsq_manager import DGSQManager
 from .grant_arbiter import GrantArbiter
 from .gse_header import GSEType
+from .stat_ports import forward_stats, stat_members
 from .stream import AXIStreamSignature
 
 __all__ = ["DGSQLoopTestbenchTop", "EXPORTS"]
@@ -51,8 +52,6 @@ MAC_DST = 0x02_00_00_00_00_09
 LFSR_TAPS = 0x80200003           # x^32 + x^22 + x^2 + x + 1 (maximal length)
 
 
-def _stats(component):
-    return [n[len("stat_"):] for n in component.signature.members if n.startswith("stat_")]
 
 
 def _lossy_link(m, name, src, dst, loss, dropped, reg, seed):
@@ -137,14 +136,11 @@ class DGSQLoopTestbenchTop(wiring.Component):
         for f, field in ControlHeaderLayout:
             members[f"mon_req_{f}"] = Out(field.shape)
             members[f"mon_grant_{f}"] = Out(field.shape)
-        self._stat_names = {
-            "mgr": _stats(self.mgr), "arb": _stats(self.arb),
-            "req_enc": _stats(self.req_enc), "req_dec": _stats(self.req_dec),
-            "grant_enc": _stats(self.grant_enc), "grant_dec": _stats(self.grant_dec),
-        }
-        for prefix, names in self._stat_names.items():
-            for n in names:
-                members[f"{prefix}_stat_{n}"] = Out(32)
+        self._stat_blocks = {"mgr": self.mgr, "arb": self.arb, "req_enc": self.req_enc,
+                             "req_dec": self.req_dec, "grant_enc": self.grant_enc,
+                             "grant_dec": self.grant_dec}
+        for prefix, block in self._stat_blocks.items():
+            members.update(stat_members(prefix, block))
         for n in ("link_stat_req_dropped", "link_stat_grant_dropped", "top_stat_not_request"):
             members[n] = Out(32)
         super().__init__(members)
@@ -223,10 +219,8 @@ class DGSQLoopTestbenchTop(wiring.Component):
         for f, _ in ControlHeaderLayout:
             m.d.comb += [getattr(self, f"mon_req_{f}").eq(ctl.payload[f]),
                          getattr(self, f"mon_grant_{f}").eq(gd.payload[f])]
-        for prefix, names in self._stat_names.items():
-            block = getattr(self, prefix)
-            for n in names:
-                m.d.comb += getattr(self, f"{prefix}_stat_{n}").eq(getattr(block, f"stat_{n}"))
+        for prefix, block in self._stat_blocks.items():
+            forward_stats(m, self, prefix, block)
         return m
 
 

@@ -25,14 +25,11 @@ from amaranth.lib.wiring import In, Out
 from .catalog import BlockSpec
 from .container_sprayer import ContainerSprayer, SprayMetaLayout
 from .link_monitor import LinkMonitor
-from .reorder_buffer import STATS as RO_STATS, ReorderBuffer
+from .reorder_buffer import ReorderBuffer
+from .stat_ports import forward_stats, stat_members
 from .stream import AXIStreamSignature
 
 __all__ = ["PktcTestbenchTop", "EXPORTS"]
-
-SP_STATS = ("ctrl", "stall_no_uplink")
-SP_ARRAY_STATS = ("containers", "bytes")
-LM_ARRAY_STATS = ("probes_sent", "probes_rcvd", "probes_missed", "down_events")
 
 
 class PktcTestbenchTop(wiring.Component):
@@ -55,14 +52,8 @@ class PktcTestbenchTop(wiring.Component):
             "link_fail": In(uplinks),
             "healthy": Out(uplinks),
         }
-        for n in SP_STATS:
-            members[f"sp_stat_{n}"] = Out(32)
-        for n in SP_ARRAY_STATS:
-            members[f"sp_stat_{n}"] = Out(32).array(uplinks)
-        for n in LM_ARRAY_STATS:
-            members[f"lm_stat_{n}"] = Out(32).array(uplinks)
-        for n in RO_STATS:
-            members[f"ro_stat_{n}"] = Out(32)
+        for prefix, block in (("sp", self.sp), ("lm", self.lm), ("ro", self.ro)):
+            members.update(stat_members(prefix, block))
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -88,16 +79,8 @@ class PktcTestbenchTop(wiring.Component):
             line = Signal(self.probe_delay, name=f"probe_line{i}")
             m.d.sync += line.eq((line << 1) | (sent & ~self.link_fail[i]))
             m.d.comb += lm.probe_rx[i].eq(line[-1] & ~self.link_fail[i])
-        for n in SP_STATS:
-            m.d.comb += getattr(self, f"sp_stat_{n}").eq(getattr(sp, f"stat_{n}"))
-        for n in SP_ARRAY_STATS:
-            for i in range(U):
-                m.d.comb += getattr(self, f"sp_stat_{n}")[i].eq(getattr(sp, f"stat_{n}")[i])
-        for n in LM_ARRAY_STATS:
-            for i in range(U):
-                m.d.comb += getattr(self, f"lm_stat_{n}")[i].eq(getattr(lm, f"stat_{n}")[i])
-        for n in RO_STATS:
-            m.d.comb += getattr(self, f"ro_stat_{n}").eq(getattr(ro, f"stat_{n}"))
+        for prefix, block in (("sp", sp), ("lm", lm), ("ro", ro)):
+            forward_stats(m, self, prefix, block)
         return m
 
 

@@ -19,6 +19,8 @@ from collections import deque
 
 from opengse.rtl.gse_header import CONTAINER_BYTES, CREDIT_UNIT_BYTES
 
+from .voq_model import credit_bytes
+
 __all__ = ["ArbiterModel", "SourceModel", "SourceQueue", "credit_bytes", "jain", "units"]
 
 SEQ_MOD = 1 << 16
@@ -28,11 +30,6 @@ DEBT_MAX = 511          # credit units of overrun debt kept per requester (clamp
 def units(nbytes):
     """Bytes to credit units (rounded up), saturating at 16 bits."""
     return min(0xFFFF, -(-nbytes // CREDIT_UNIT_BYTES))
-
-
-def credit_bytes(nbytes, unit=CREDIT_UNIT_BYTES):
-    """Credit a packet of ``nbytes`` uses: its length rounded up to whole credit units."""
-    return -(-nbytes // unit) * unit
 
 
 def jain(xs):

@@ -28,7 +28,14 @@ is the credit used (:meth:`VOQModel.credit_used`).
 from collections import deque
 from dataclasses import dataclass, field
 
-__all__ = ["VOQModel", "Packet", "DROP_REASONS"]
+__all__ = ["VOQModel", "Packet", "DROP_REASONS", "credit_bytes"]
+
+
+def credit_bytes(nbytes, unit=64):
+    """Credit a packet of ``nbytes`` uses: its length rounded up to whole units of
+    ``unit`` bytes (64: the GSE credit unit)."""
+    return -(-nbytes // unit) * unit
+
 
 DROP_REASONS = ("bad", "full", "queue", "tenant", "dt")
 
@@ -81,7 +88,7 @@ class VOQModel:
 
     def credit_of(self, nbytes):
         """Credit a packet of ``nbytes`` uses: its length rounded up to whole units."""
-        return -(-nbytes // self.credit_unit) * self.credit_unit
+        return credit_bytes(nbytes, self.credit_unit)
 
     def credit_used(self, pkts):
         """Credit a release of ``pkts`` used (what the done report carries)."""

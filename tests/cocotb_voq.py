@@ -18,7 +18,7 @@ from cocotb.triggers import ClockCycles, RisingEdge, Timer
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
 from opengse.sim.runner import test_params
-from opengse.sim.voq_model import DROP_REASONS, Packet, VOQModel
+from opengse.sim.voq_model import DROP_REASONS, Packet, VOQModel, credit_bytes
 
 P = test_params()
 BPB = P["data_width"] // 8
@@ -27,8 +27,7 @@ CREDIT_UNIT = P["credit_unit"]
 
 
 def credit_of(nbytes):
-    """Credit a packet uses: its length rounded up to whole credit units."""
-    return -(-nbytes // CREDIT_UNIT) * CREDIT_UNIT
+    return credit_bytes(nbytes, CREDIT_UNIT)
 
 
 def model():
