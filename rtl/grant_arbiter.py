@@ -204,12 +204,20 @@ class GrantArbiter(wiring.Component):
 
         weights = Array(Signal(8, init=1, name=f"weight{t}") for t in range(self.n_tenants))
         m.d.comb += self.s_cfg.ready.eq(1)
+        # (``wone``: whether each weight is 1, kept alongside so that the grant lane reads
+        # it from one flip-flop per tenant.)
+        wone = Signal(self.n_tenants, init=(1 << self.n_tenants) - 1)
         with m.If(self.s_cfg.valid):
-            m.d.sync += weights[self.s_cfg.payload.tenant].eq(
-                Mux(self.s_cfg.payload.weight == 0, 1, self.s_cfg.payload.weight))
+            m.d.sync += [weights[self.s_cfg.payload.tenant].eq(
+                             Mux(self.s_cfg.payload.weight == 0, 1, self.s_cfg.payload.weight)),
+                         wone.bit_select(self.s_cfg.payload.tenant, 1).eq(
+                             self.s_cfg.payload.weight <= 1)]
 
         def weight_of(tenant):
             return weights[tenant[:self.tid_bits]] if self.n_tenants > 1 else weights[0]
+
+        def weight_is_1(tenant):
+            return wone.bit_select(tenant[:self.tid_bits], 1) if self.n_tenants > 1 else wone[0]
 
         # ---- Per-slot flip-flops -----------------------------------------------------
         valid = self.valid
@@ -218,14 +226,16 @@ class GrantArbiter(wiring.Component):
         qlast = Signal(n)           # the next grant uses the slot's last quota
         fresh = Signal(n)           # refilled by a new round: its quota is its weight
         w1 = Signal(n)              # its weight is 1 (as of its last write-back)
-        exh = Signal(n)             # a grant now would use the slot's last quota
+        exh = Signal(n)             # a grant now would use the slot's last quota (registered:
+                                    # fresh ? w1 : qlast, from their next values)
         inflnz = Signal(n)          # containers in flight (lease running)
         tc_oh = [Signal(N_CLASSES, name=f"tc_oh{i}") for i in range(n)]
         age = [Signal(3, name=f"age{i}") for i in range(n)]
         ksrc = [Signal(16, name=f"ksrc{i}") for i in range(n)]
         kdgsq = [Signal(16, name=f"kdgsq{i}") for i in range(n)]
         col = [Cat(tc_oh[i][c] for i in range(n)) for c in range(N_CLASSES)]
-        m.d.comb += exh.eq((fresh & w1) | (~fresh & qlast))
+        fresh_n, w1_n, qlast_n = Signal(n), Signal(n), Signal(n)
+        m.d.comb += [fresh_n.eq(fresh), w1_n.eq(w1), qlast_n.eq(qlast)]
 
         # ---- Slot memory: two banks, one per lane (2 writes + 2 reads per clock) ------
         # Bank G is written by the grant lane, bank E by the engine lane; each has a
@@ -249,15 +259,14 @@ class GrantArbiter(wiring.Component):
             r_busy.eq(_or_all(stages(gv, goh, range(PG - 1)) + stages(ev, eoh, range(PE - 1)), n)),
             r_next.eq(_or_all(stages(gv, goh, range(PG - 2)) + stages(ev, eoh, range(PE - 2)), n)),
         ]
-        # The pick's mask: last clock's grant (``g_d``) or'ed with one register holding
-        # every lane stage (next clock one stage on, or written back: the pick's view
-        # of it is a clock late) and the engine's target in B or E.
-        mask_r = Signal(n)
+        # The pick's mask: one register holding last clock's grant and every lane stage
+        # (next clock one stage on, or written back: the pick's view of it is a clock
+        # late) and the engine's target in B or E. ``mask_np`` also holds the slots not
+        # above the round-robin pointer. (So each per-slot input of C1's carry chains is
+        # one LUT of three flip-flops.)
+        mask, mask_np = Signal(n), Signal(n, init=(1 << n) - 1)
         mask_pre = Signal(n)
-        m.d.sync += mask_r.eq(mask_pre)
         g_d = Signal(n)             # last clock's grant (one-hot)
-        mask = Signal(n)
-        m.d.comb += mask.eq(mask_r | g_d)
 
         # ---- Stage A: which classes have an eligible slot (registered) ---------------
         live_elig = Signal(n)
@@ -274,7 +283,11 @@ class GrantArbiter(wiring.Component):
         b_ce = Signal(n)            # eligible slots of the top class
         b_col = Signal(n)           # all slots of the top class
         in_top = Signal(n)
-        m.d.comb += in_top.eq(Cat((tc_oh[i] & top_oh).any() for i in range(n)))
+        # (The top class is registered first: B sees it a clock late, which only delays a
+        # change of class by a clock.)
+        top_r = Signal(N_CLASSES)
+        m.d.sync += top_r.eq(top_oh)
+        m.d.comb += in_top.eq(Cat((tc_oh[i] & top_r).any() for i in range(n)))
         m.d.sync += [b_valid.eq(a_any.any()), b_col.eq(in_top), b_ce.eq(live_elig & in_top)]
 
         # ---- Stage C: the pick, in two halves (even / odd slots) -----------------------
@@ -295,11 +308,12 @@ class GrantArbiter(wiring.Component):
         c_a = [Signal(len(halves[h]), name=f"c_a{h}") for h in range(NH)]
         cq_any, ca_any = Signal(NH), Signal(NH)
         q_m, a_m = Signal(n), Signal(n)
-        m.d.comb += [q_m.eq(b_ce & inq & ~mask), a_m.eq(b_ce & ~mask)]
+        q_p, a_p = Signal(n), Signal(n)
+        m.d.comb += [q_m.eq(b_ce & inq & ~mask), a_m.eq(b_ce & ~mask),
+                     q_p.eq(b_ce & inq & ~mask_np), a_p.eq(b_ce & ~mask_np)]
         for h in range(NH):
             qm_h, am_h = half(q_m, h), half(a_m, h)
-            qh, ah = Signal.like(qm_h, name=f"qh{h}"), Signal.like(am_h, name=f"ah{h}")
-            m.d.comb += [qh.eq(qm_h & ptr[h]), ah.eq(am_h & ptr[h])]
+            qh, ah = half(q_p, h), half(a_p, h)
             # Round-robin as one carry chain over (above the pointer, all): the first set
             # bit of the doubled vector, folded.
             m.d.sync += [c_q[h].eq(_rr_first(qh, qm_h)), c_a[h].eq(_rr_first(ah, am_h)),
@@ -328,12 +342,15 @@ class GrantArbiter(wiring.Component):
         m.d.comb += useq.eq(any_q & ~nr_d)
         last_h = Signal(NH)         # the half that granted last clock
         pref = Signal()             # the half preferred when both may grant
-        has = Signal(NH)
-        m.d.comb += has.eq(Mux(useq, cq_any, ca_any) & ~last_h)
+        # What each half would do for either choice (in-round or all) is formed from
+        # registers; the choice (``useq``) selects late.
+        has, has_q, has_a = Signal(NH), Signal(NH), Signal(NH)
+        m.d.comb += [has_q.eq(cq_any & ~last_h), has_a.eq(ca_any & ~last_h),
+                     has.eq(Mux(useq, has_q, has_a))]
         cand_any = Signal()
         m.d.comb += cand_any.eq(has.any())
         sel = Signal(n)
-        go = Signal(NH)
+        go, go_q, go_a = Signal(NH), Signal(NH), Signal(NH)
 
         # Room: grants are counted into ``outst`` one clock late; ok_a/ok_b are computed
         # a clock ahead for "a grant last clock" / "none" (releases are ignored then:
@@ -387,28 +404,38 @@ class GrantArbiter(wiring.Component):
         eng_go = Signal()           # the lookup engine's operation enters its lane
         g_fire = self.g_fire
         # A half grants when it may and, if both may, when it is preferred.
-        m.d.comb += [go[0].eq(dec_ok & has[0] & (~has[1] | ~pref)),
-                     go[1].eq(dec_ok & has[1] & (~has[0] | pref)),
-                     g_fire.eq(go.any())]
+        for g_, hv in ((go_q, has_q), (go_a, has_a)):
+            m.d.comb += [g_[0].eq(dec_ok & hv[0] & (~hv[1] | ~pref)),
+                         g_[1].eq(dec_ok & hv[1] & (~hv[0] | pref))]
+        m.d.comb += [go.eq(Mux(useq, go_q, go_a)), g_fire.eq(go.any())]
         for h in range(NH):
             for j, i in enumerate(halves[h]):
-                m.d.comb += sel[i].eq(Mux(useq, c_q[h][j], c_a[h][j]) & go[h])
+                m.d.comb += sel[i].eq(Mux(useq, c_q[h][j] & go_q[h], c_a[h][j] & go_a[h]))
         m.d.comb += self.g_sel.eq(sel)
         new_round = Signal()
-        m.d.comb += new_round.eq(g_fire & ~useq & ~nr_d)
+        m.d.comb += new_round.eq(~any_q & ~nr_d & go_a.any())    # (= g_fire & ~useq & ~nr_d)
         m.d.sync += [g1_exh.eq(sel & exh), nr_d.eq(new_round), last_h.eq(go),
-                     any_q.eq(Mux(go[0], Mux(useq, q_left_if[1, 0], q_left_if[0, 0]),
-                                  Mux(go[1], Mux(useq, q_left_if[1, 1], q_left_if[0, 1]),
-                                      q_left_none)))]
+                     any_q.eq(Mux(useq,
+                                  Mux(go_q[0], q_left_if[1, 0],
+                                      Mux(go_q[1], q_left_if[1, 1], q_left_none)),
+                                  Mux(go_a[0], q_left_if[0, 0],
+                                      Mux(go_a[1], q_left_if[0, 1], q_left_none))))]
         with m.If(g_fire):
             m.d.sync += pref.eq(go[0])
         m.d.sync += g_d.eq(sel)
+        ptr_n = [Signal.like(ptr[h], name=f"ptr_n{h}") for h in range(NH)]
         for h in range(NH):
             gd_h = half(g_d, h)
-            with m.If(gd_h.any()):
-                # Thermometer of the half's slots above its last grant (the pick is two
-                # clocks behind: harmless, the granted slot is masked).
-                m.d.sync += ptr[h].eq(~(gd_h | (gd_h - 1)[:len(gd_h)]))
+            # Thermometer of the half's slots above its last grant (the pick is two
+            # clocks behind: harmless, the granted slot is masked).
+            m.d.comb += ptr_n[h].eq(Mux(gd_h.any(), ~(gd_h | (gd_h - 1)[:len(gd_h)]), ptr[h]))
+            m.d.sync += ptr[h].eq(ptr_n[h])
+        mask_n = Signal(n)
+        m.d.comb += mask_n.eq(mask_pre | sel)
+        # (``mask_np`` takes the pointer as it is, a clock behind ``ptr_n``: harmless, the
+        # slot of the grant that moves it is masked.)
+        m.d.sync += [mask.eq(mask_n),
+                     mask_np.eq(mask_n | ~Cat(ptr[i % NH][i // NH] for i in range(n)))]
         with m.If(b_valid & cand_any & ~room_ok):
             m.d.sync += self.stat_room_stall.eq(self.stat_room_stall + 1)
         with m.If(g_fire):
@@ -418,9 +445,11 @@ class GrantArbiter(wiring.Component):
         # the last quota takes its slot out of the round.
         for i in range(n):
             with m.If(new_round & b_col[i]):
-                m.d.sync += [inq[i].eq(1), fresh[i].eq(1)]
+                m.d.sync += inq[i].eq(1)
+                m.d.comb += fresh_n[i].eq(1)
             with m.Elif(gv[0] & goh[0][i]):
-                m.d.sync += [inq[i].eq(~exh[i]), fresh[i].eq(0)]
+                m.d.sync += inq[i].eq(~exh[i])
+                m.d.comb += fresh_n[i].eq(0)
 
         # ---- Lookup engine: REQUESTs, arrivals and lease expiries, one at a time -----
         tick_period = max(1, self.lease_cycles // AGE_MAX)
@@ -430,13 +459,26 @@ class GrantArbiter(wiring.Component):
         m.d.sync += tick_cnt.eq(Mux(tick, 0, tick_cnt + 1))
         expired = Signal(n)
         m.d.comb += expired.eq(Cat((age[i] == AGE_MAX) for i in range(n)) & inflnz & valid)
-        # The expiry candidate: registered, among slots with no operation in a lane as of
-        # last clock (one that entered since is waited for in E, and E checks the slot
-        # is still expired).
+        # The expiry candidate, among slots with no operation in a lane a few clocks ago,
+        # in two registered steps (the first expired slot of each group of 16, then the
+        # first group): it may be stale, which is safe because E waits until its slot has
+        # no operation in a lane and the lane checks that the slot is still expired.
+        expired_r = Signal(n)
+        m.d.sync += expired_r.eq(expired)
+        XG = 16
+        xgroups = [range(g, min(g + XG, n)) for g in range(0, n, XG)]
+        xg_oh, xg_any = Signal(n), Signal(len(xgroups))
+        xcand = Signal(n)
+        m.d.comb += xcand.eq(expired_r & ~r_busy)
+        for k, g in enumerate(xgroups):
+            v = xcand[g.start:g.stop]
+            m.d.sync += [xg_oh[g.start:g.stop].eq(_onehot_first(v)), xg_any[k].eq(v.any())]
         exp_oh = Signal(n)
         exp_any = Signal()
-        m.d.sync += [exp_oh.eq(_onehot_first(expired & ~r_busy)),
-                     exp_any.eq((expired & ~r_busy).any())]
+        first_g = _onehot_first(xg_any)
+        m.d.sync += [exp_oh.eq(Cat(Mux(first_g[k], xg_oh[g.start:g.stop], 0)
+                                   for k, g in enumerate(xgroups))),
+                     exp_any.eq(xg_any.any())]
 
         # Four stages, one operation each: accept (operands latched into A), A (CAM
         # compare, registered), B (target chosen), E (waits until its target has no
@@ -444,6 +486,7 @@ class GrantArbiter(wiring.Component):
         # lane). An operation takes at least 2 clocks in E: one operation per 2 clocks.
         turn = Signal(2)
         a_v, a_kind = Signal(), Signal(2)
+        a_isexp = Signal()          # a_kind == OP_EXP
         a_req = Signal(request_layout())
         a_cred, a_last = Signal(16), Signal()
         a_exp = Signal(n)
@@ -463,9 +506,12 @@ class GrantArbiter(wiring.Component):
         b_cred, b_last = Signal(16), Signal()
         alloc_ok = Signal()         # B holds a REQUEST with backlog (may take a free slot)
         b_cam = Signal(n)           # per slot: the key's CAM hit (or the expiry's slot)
-        b_kind_now = Signal(2)      # B's kind and key in every clock of B (first included)
-        b_key_now = Signal(32)
-        a_key, b_key = Signal(32), Signal(32)   # (src_node, dgsq) of a REQUEST or arrival
+        b_kind_now = Signal(2)      # B's kind in every clock of B (first included)
+        a_key = Signal(32)          # (src_node, dgsq) of a REQUEST or arrival
+        a_key_n = Signal(32)                    # ~a_key
+        # The key equals that of the operation accepted just before (when both have keys:
+        # an expiry leaves ``a_key`` as it was, and is never forwarded to or from).
+        a_same, d_same, b_same, b_same_now = Signal(), Signal(), Signal(), Signal()
         b_move = Signal()
         # B takes two clocks (its CAM hit is registered in the first), overlapping E's two.
         # So a target reaches the pick's mask (via B's candidates) at least two clocks
@@ -490,21 +536,36 @@ class GrantArbiter(wiring.Component):
         # added up while the engine is busy (their effect is the same as one report of
         # the sum), so one report per packet costs no more engine time than one per
         # container.
+        # A report is registered first (``in_a``), with whether its queue is that of the
+        # report before it (``in_same``, compared as it is registered): reports pass in
+        # order, so that is the queue the accumulator holds, and merging needs no key
+        # compare.
+        in_v, in_same = Signal(), Signal()
+        in_a = Signal(arrival_layout())
+        last_key = Signal(32)
+        in_go = Signal()
         acc_v = Signal()
         acc = Signal(arrival_layout())
         acc_take = Signal()
         new = self.s_arr.payload
-        merge = Signal()
-        m.d.comb += merge.eq(acc_v & ~acc.last & (acc.src_node == new.src_node)
-                             & (acc.dgsq == new.dgsq) & ((acc.credits + new.credits) >> 16 == 0))
-        # (A report for another queue waits until the accumulator was taken: the input's
-        # ready does not depend on the engine's choice.)
-        m.d.comb += self.s_arr.ready.eq(~acc_v | merge)
+        m.d.comb += self.s_arr.ready.eq(~in_v | in_go)
         with m.If(self.s_arr.valid & self.s_arr.ready):
-            with m.If(merge & ~acc_take):
-                m.d.sync += [acc.credits.eq(acc.credits + new.credits), acc.last.eq(new.last)]
+            m.d.sync += [in_v.eq(1), in_a.eq(new), last_key.eq(Cat(new.src_node, new.dgsq)),
+                         in_same.eq(Cat(new.src_node, new.dgsq) == last_key)]
+        with m.Elif(in_go):
+            m.d.sync += in_v.eq(0)
+        merge = Signal()
+        # (No merge when a count has its top bit set: the sum fits 16 bits.)
+        m.d.comb += merge.eq(acc_v & ~acc.last & in_same & ~acc.credits[15] & ~in_a.credits[15])
+        # (A report for another queue waits until the accumulator was taken, and none is
+        # merged while A is free to take it: so the engine's choice, which is late,
+        # enables no accumulator register but ``acc_v``.)
+        m.d.comb += in_go.eq(in_v & (~acc_v | (merge & a_v)))
+        with m.If(in_go):
+            with m.If(merge):
+                m.d.sync += [acc.credits.eq(acc.credits + in_a.credits), acc.last.eq(in_a.last)]
             with m.Else():
-                m.d.sync += [acc.eq(new), acc_v.eq(1)]
+                m.d.sync += [acc.eq(in_a), acc_v.eq(1)]
         with m.Elif(acc_take):
             m.d.sync += acc_v.eq(0)
 
@@ -513,8 +574,15 @@ class GrantArbiter(wiring.Component):
         # Registered: a clock stale, which is safe because A accepts only when empty
         # (an expiry it took is seen here before A can accept again); an expiry whose
         # candidate vanished meanwhile finds no slot and ends in E, uncounted.
+        # After an expiry left E, the candidate may still name its slot for a few clocks
+        # (it is stale): no expiry is accepted until it is fresh again.
+        x_hold = Signal(range(4))
+        with m.If(e_done & (e_kind == OP_EXP)):
+            m.d.sync += x_hold.eq(3)
+        with m.Elif(x_hold != 0):
+            m.d.sync += x_hold.eq(x_hold - 1)
         exp_ok = Signal()
-        m.d.sync += exp_ok.eq(exp_any
+        m.d.sync += exp_ok.eq(exp_any & (x_hold == 0)
                               & ~(a_v & (a_kind == OP_EXP)) & ~(b_v & (b_kind_now == OP_EXP))
                               & ~(e_v & (e_kind == OP_EXP)))
         # A takes an operation only when empty (the engine takes one per 2 clocks anyway):
@@ -532,36 +600,48 @@ class GrantArbiter(wiring.Component):
         with m.If(a_move):
             m.d.sync += a_v.eq(0)
         with m.If(can_accept & (choice != 3)):
-            m.d.sync += [a_v.eq(1), a_kind.eq(choice), turn.eq(Mux(choice == 2, 0, choice + 1))]
+            m.d.sync += [a_v.eq(1), a_kind.eq(choice), a_isexp.eq(choice == OP_EXP),
+                         turn.eq(Mux(choice == 2, 0, choice + 1))]
             with m.Switch(choice):
                 with m.Case(OP_REQ):
                     m.d.comb += self.s_req.ready.eq(1)
                     m.d.sync += [a_req.eq(self.s_req.payload),
-                                 a_key.eq(Cat(self.s_req.payload.src_node, self.s_req.payload.dgsq))]
+                                 a_same.eq(Cat(self.s_req.payload.src_node,
+                                               self.s_req.payload.dgsq) == a_key),
+                                 a_key.eq(Cat(self.s_req.payload.src_node, self.s_req.payload.dgsq)),
+                                 a_key_n.eq(~Cat(self.s_req.payload.src_node, self.s_req.payload.dgsq))]
                 with m.Case(OP_ARR):
                     m.d.comb += acc_take.eq(1)
                     m.d.sync += [a_cred.eq(acc.credits), a_last.eq(acc.last),
-                                 a_key.eq(Cat(acc.src_node, acc.dgsq))]
+                                 a_same.eq(Cat(acc.src_node, acc.dgsq) == a_key),
+                                 a_key.eq(Cat(acc.src_node, acc.dgsq)),
+                                 a_key_n.eq(~Cat(acc.src_node, acc.dgsq))]
                 with m.Case(OP_EXP):
                     m.d.sync += a_exp.eq(exp_oh)
 
         # A: compare the key with every live slot (registered).
         # (two 16-bit halves, ANDed in B: a 32-bit compare per slot is too deep for
         # one clock behind the key's fanout to 64 slots)
+        # (Slots of the upper half compare with an inverted copy of the key: flip-flops of
+        # their own, half the fanout each.)
         cam_lo, cam_hi = Signal(n), Signal(n)
-        m.d.comb += [cam_lo.eq(Cat(ksrc[i] == a_key[:16] for i in range(n))),
-                     cam_hi.eq(Cat(kdgsq[i] == a_key[16:] for i in range(n)) & valid)]
+        nh = n // 2
+        def key_of(i):
+            return a_key if i < nh else ~a_key_n
+        m.d.comb += [cam_lo.eq(Cat(ksrc[i] == key_of(i)[:16] for i in range(n))),
+                     cam_hi.eq(Cat(kdgsq[i] == key_of(i)[16:] for i in range(n)) & valid)]
         # A's operands and CAM compare are registered every clock (no enable): in B's
         # first clock (``b_first``) they describe the operation that moved in, and B
         # keeps them from then on. So B's wide registers load on a registered enable,
         # not on the move decision (which fans out late).
         d_kind = Signal(2)
         d_req = Signal(request_layout())
-        d_cred, d_last, d_key = Signal(16), Signal(), Signal(32)
+        d_cred, d_last = Signal(16), Signal()
         d_lo, d_hi = Signal(n), Signal(n)    # per slot: src_node equal; dgsq equal and live
         m.d.sync += [d_kind.eq(a_kind), d_req.eq(a_req), d_cred.eq(a_cred), d_last.eq(a_last),
-                     d_key.eq(a_key), d_lo.eq(Mux(a_kind == OP_EXP, a_exp, cam_lo)),
-                     d_hi.eq(Mux(a_kind == OP_EXP, ~0, cam_hi))]
+                     d_same.eq(a_same),
+                     d_lo.eq(Mux(a_isexp, a_exp, cam_lo)),
+                     d_hi.eq(Mux(a_isexp, ~0, cam_hi))]
         b_first = Signal()
         m.d.sync += b_first.eq(a_move)
         with m.If(a_move):
@@ -571,11 +651,12 @@ class GrantArbiter(wiring.Component):
         b_cam_r = Signal(n)
         with m.If(b_first):
             m.d.sync += [b_kind.eq(d_kind), b_req.eq(d_req), b_cred.eq(d_cred), b_last.eq(d_last),
-                         b_key.eq(d_key), b_cam_r.eq(d_lo & d_hi),
+                         b_same.eq(d_same),
+                         b_cam_r.eq(d_lo & d_hi),
                          alloc_ok.eq((d_kind == OP_REQ) & (d_req.backlog != 0))]
         m.d.comb += [b_cam.eq(Mux(b_first, d_lo & d_hi, b_cam_r)),
-                     b_kind_now.eq(Mux(b_first, d_kind, b_kind)),
-                     b_key_now.eq(Mux(b_first, d_key, b_key))]
+                     b_same_now.eq(Mux(b_first, d_same, b_same)),
+                     b_kind_now.eq(Mux(b_first, d_kind, b_kind))]
 
         # B: choose the target. A REQUEST writes its slot's key (and live bit) from its
         # first clock in E on; an operation behind it compared before that: the key
@@ -583,13 +664,13 @@ class GrantArbiter(wiring.Component):
         # key takes the lowest free slot that is not E's.
         al_v = Signal()
         al_tgt = Signal(n)
-        # Whether that key is B's, compared a clock ahead (with A's key if A moves into B).
-        al_eq = Signal()
-        e_key = Cat(e_req.src_node, e_req.dgsq)
-        m.d.sync += [al_v.eq(e_v & e_has & ~e_armed & (e_kind == OP_REQ)), al_tgt.eq(e_tgt),
-                     al_eq.eq(Mux(a_move, e_key == a_key, e_key == b_key_now))]
+        # Whether that key is B's: when it was written, E held the operation just ahead of
+        # B's (B did not move while E was in its first clock; if A moved into B, B was
+        # empty), so it is whether B's key is that of the operation accepted just before
+        # it (``same``, compared at the accept).
+        m.d.sync += [al_v.eq(e_v & e_has & ~e_armed & (e_kind == OP_REQ)), al_tgt.eq(e_tgt)]
         fwd_la = Signal()
-        m.d.comb += fwd_la.eq(al_v & al_eq & (b_kind_now != OP_EXP))
+        m.d.comb += fwd_la.eq(al_v & b_same_now & (b_kind_now != OP_EXP))
         b_fwd_v = Signal()
         b_fwd_tgt = Signal(n)
         with m.If(a_move):
@@ -601,7 +682,8 @@ class GrantArbiter(wiring.Component):
         b_hit0 = Signal()
         b_match0 = Signal(n)
         b_cam_any = Signal()
-        m.d.sync += b_cam_any.eq(b_cam.any())
+        with m.If(b_first):         # (read from B's second clock on)
+            m.d.sync += b_cam_any.eq((d_lo & d_hi).any())
         m.d.comb += [b_hit0.eq(b_fwd_v | b_cam_any),
                      b_match0.eq(Mux(b_fwd_v, b_fwd_tgt, b_cam))]
         hit = Signal()
@@ -691,7 +773,7 @@ class GrantArbiter(wiring.Component):
         m.d.sync += [wt5.eq(wt4), g_exh5.eq(g_exh4)]
         g_w1 = [None] * 7
         g_w1[4] = Signal(name="g4_w1")
-        m.d.sync += g_w1[4].eq(wt_g == 1)
+        m.d.sync += g_w1[4].eq(weight_is_1(gr3.tenant))
         for k in (5, 6):
             g_w1[k] = Signal(name=f"g{k}_w1")
             m.d.sync += g_w1[k].eq(g_w1[k - 1])
@@ -727,10 +809,14 @@ class GrantArbiter(wiring.Component):
         gw6 = Signal(slot_l)
         g_rel6 = Signal(range(G + 1))
         g_idle6 = Signal()          # a grant from idle: the lease starts
+        g_elig6, g_infl6 = Signal(), Signal()
         m.d.sync += [
             gw6.eq(gr5),
             gw6.demand.eq(Mux(gr5.demand > g_eff5, gr5.demand - g_eff5, 0)),
             gw6.inflight.eq(gr5.inflight + g_brings5),
+            # (the new word's flags, formed with it)
+            g_elig6.eq((gr5.demand > g_eff5) & (gr5.inflight + g_brings5 < K)),
+            g_infl6.eq((gr5.inflight + g_brings5) != 0),
             gw6.rc.eq(Mux(~g_brings5 & (gr5.rc != 3), gr5.rc + 1, gr5.rc)),
             gw6.gseq.eq(gr5.gseq + 1),
             gw6.quota.eq(Mux(g_exh5, wt5, gr5.quota - 1)),
@@ -758,8 +844,6 @@ class GrantArbiter(wiring.Component):
         # a register a clock old): the slot is the lane's alone from its entry on, and
         # the last write-back of another operation on it was at the latest in the clock
         # of entry, so this view is exact. Progress meanwhile: the expiry is a no-op.
-        expired_r = Signal(n)
-        m.d.sync += expired_r.eq(expired)
         xlive = [None] * (PE + 1)
         for k in range(3, PE + 1):
             xlive[k] = Signal(name=f"e{k}_xlive")
@@ -833,6 +917,7 @@ class GrantArbiter(wiring.Component):
         keep5 = Signal(range(K * G + 1))
         m.d.comb += keep5.eq(a_infl5 * G)
         dem_r6 = Signal(16)
+        dem_nz6, bl_nz6, er_dem_nz6 = Signal(), Signal(), Signal()
         pc1_6, nc1_6 = Signal(cw), Signal(cw)
         gt6 = Signal()
         rc_keep6 = Signal(2)
@@ -845,6 +930,8 @@ class GrantArbiter(wiring.Component):
         er6 = Signal(slot_l)
         m.d.sync += [
             dem_r6.eq(Mux(sreq[5].backlog > covered5, sreq[5].backlog - covered5, 0)),
+            dem_nz6.eq(sreq[5].backlog > covered5), bl_nz6.eq(sreq[5].backlog != 0),
+            er_dem_nz6.eq(er5.demand != 0),
             pc1_6.eq(_pos(cl1c5)), nc1_6.eq(_pos(-cl1c5)), gt6.eq(cl1c5 > keep5),
             c6["quota"].eq(e_quota5), c6["resync"].eq(resync5), c6["cl1c"].eq(cl1c5),
             c6["a_infl"].eq(a_infl5), c6["pcl"].eq(pcl5), c6["ncl"].eq(ncl5), er6.eq(er5),
@@ -861,11 +948,13 @@ class GrantArbiter(wiring.Component):
         debt_inc7 = Signal(signed(cw + 1))
         c7 = {k: Signal.like(v, name=f"e7_{k}") for k, v in c6.items()}
         dem_r7 = Signal(16)
+        dem_nz7, bl_nz7, er_dem_nz7 = Signal(), Signal(), Signal()
         rc_keep7 = Signal(2)
         m.d.sync += rc_keep7.eq(rc_keep6)
         er7 = Signal(slot_l)
         m.d.sync += [cl2_7.eq(Mux(cut, keep6, c6["cl1c"])), pcl2_7.eq(Mux(cut, keep6, pc1_6)),
-                     debt_inc7.eq(nc1_6 - c6["ncl"]), dem_r7.eq(dem_r6), er7.eq(er6)]
+                     debt_inc7.eq(nc1_6 - c6["ncl"]), dem_r7.eq(dem_r6), er7.eq(er6),
+                     dem_nz7.eq(dem_nz6), bl_nz7.eq(bl_nz6), er_dem_nz7.eq(er_dem_nz6)]
         m.d.sync += [c7[k].eq(v) for k, v in c6.items()]
 
         # e7. The new word.
@@ -900,9 +989,20 @@ class GrantArbiter(wiring.Component):
             with m.Case(OP_EXP):
                 with m.If(xlive[7]):
                     m.d.comb += [e_new.cleft.eq(0), e_new.inflight.eq(0), e_rel.eq(c7["pcl"])]
+        # Whether the new word has demand, per case, from flags formed a stage ahead.
+        e_dem_n = Signal()
+        with m.Switch(ekind[7]):
+            with m.Case(OP_REQ):
+                m.d.comb += e_dem_n.eq(Mux(ehit[7], dem_nz7, bl_nz7))
+            with m.Case(OP_ARR):
+                m.d.comb += e_dem_n.eq(Mux(debt_inc7 > 0, er7.demand > debt_inc7, er_dem_nz7))
+            with m.Default():
+                m.d.comb += e_dem_n.eq(er_dem_nz7)
         ew8 = Signal(slot_l)
         e_rel8 = Signal(cw)
-        m.d.sync += [ew8.eq(e_new), e_rel8.eq(e_rel)]
+        e_dem8, e_infl8, e_lt8 = Signal(), Signal(), Signal()
+        m.d.sync += [ew8.eq(e_new), e_rel8.eq(e_rel), e_dem8.eq(e_dem_n),
+                     e_infl8.eq(e_new.inflight != 0), e_lt8.eq(e_new.inflight < K)]
         with m.If(ev[PE - 1] & (ekind[PE] == OP_EXP) & xlive[8]):
             m.d.sync += self.stat_lease_expired.eq(self.stat_lease_expired + 1)
 
@@ -915,7 +1015,7 @@ class GrantArbiter(wiring.Component):
         m.d.comb += sub.eq(Mux(g_wb, g_rel6, 0) + Mux(e_wb, e_rel8, 0))
         e_live = Signal()
         e_dem = Signal()
-        m.d.comb += [e_dem.eq(ew8.demand != 0), e_live.eq(e_dem | (ew8.inflight != 0))]
+        m.d.comb += [e_dem.eq(e_dem8), e_live.eq(e_dem8 | e_infl8)]
         e_restart = Signal()
         m.d.comb += e_restart.eq((ekind[PE] != OP_REQ) | ~ehit[PE])
         e_was_live = Signal()
@@ -924,23 +1024,27 @@ class GrantArbiter(wiring.Component):
         e_last = eoh[PE - 1]
         for i in range(n):
             with m.If(g_wb & g_last[i]):
-                m.d.sync += [elig[i].eq((gw6.demand != 0) & (gw6.inflight < K)),
-                             inflnz[i].eq(gw6.inflight != 0), qlast[i].eq(gw6.quota == 1),
-                             w1[i].eq(g_w1[6]), lvt[i].eq(0)]
+                m.d.sync += [elig[i].eq(g_elig6),
+                             inflnz[i].eq(g_infl6), lvt[i].eq(0)]
+                m.d.comb += [qlast_n[i].eq(gw6.quota == 1), w1_n[i].eq(g_w1[6])]
             with m.If(e_wb & e_last[i]):
-                m.d.sync += [valid[i].eq(e_live), elig[i].eq(e_dem & (ew8.inflight < K)),
-                             inflnz[i].eq(ew8.inflight != 0), lvt[i].eq(1)]
+                m.d.sync += [valid[i].eq(e_live), elig[i].eq(e_dem & e_lt8),
+                             inflnz[i].eq(e_infl8), lvt[i].eq(1)]
                 with m.If(ekind[PE] == OP_REQ):
                     m.d.sync += tc_oh[i].eq(1 << ew8.tc)
                     with m.If(~ehit[PE]):
-                        m.d.sync += [inq[i].eq(1), fresh[i].eq(0), qlast[i].eq(ew8.quota == 1),
-                                     w1[i].eq(ew8.quota == 1)]
+                        m.d.sync += inq[i].eq(1)
+                        m.d.comb += [fresh_n[i].eq(0), qlast_n[i].eq(ew8.quota == 1),
+                                     w1_n[i].eq(ew8.quota == 1)]
             # Lease age: restarted by progress, advanced by the lease clock while
             # containers are in flight.
             with m.If((g_wb & g_last[i] & g_idle6) | (e_wb & e_last[i] & e_restart)):
                 m.d.sync += age[i].eq(0)
             with m.Elif(tick & inflnz[i] & (age[i] != AGE_MAX)):
                 m.d.sync += age[i].eq(age[i] + 1)
+
+        m.d.sync += [fresh.eq(fresh_n), w1.eq(w1_n), qlast.eq(qlast_n),
+                     exh.eq((fresh_n & w1_n) | (~fresh_n & qlast_n))]
 
         # Live slots: a population count, registered in two steps.
         groups = [valid[g:g + 8] for g in range(0, n, 8)]
