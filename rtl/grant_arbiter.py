@@ -121,14 +121,16 @@ class GrantArbiter(wiring.Component):
     (``GRANT_STAGES`` = 6 clocks: address, read, credit flags + GRANT out, credit
     split, new word, write-back) writes bank G, the **engine lane** (``ENGINE_STAGES``
     = 8 clocks) bank E, each reads both: two read-modify-writes per clock. The pick:
-    stage A registers which classes have an eligible slot, stage B the top class's
-    eligible slots, stage C1 registers per half (even / odd slots) the next slot in
+    stage A registers which classes have an eligible slot (and a clock later the top
+    class), stage B the top class's eligible slots, stage C1 registers per half (even /
+    odd slots) the next slot in
     round-robin order among those still in the round and among all (carry-chain
     priority pick from a thermometer pointer), stage C2 decides from registers only:
     a half that did not grant last clock grants its candidate, or starts a new round.
     The engine (REQUESTs, arrival reports via a same-queue accumulator, lease
     expiries, checked in the lane) is accept -> CAM compare -> target (two clocks;
-    with forwarding of keys not yet written) -> enter (when the target has no
+    with forwarding of keys not yet written, known from a same-key flag set at the
+    accept) -> enter (when the target has no
     operation in a lane, checked a clock ahead): one operation per 2 clocks. A slot
     with an operation in a lane is masked from the pick and waited for by the engine,
     so no slot ever has two operations in flight (formally checked). So: one decision
@@ -275,18 +277,17 @@ class GrantArbiter(wiring.Component):
         m.d.sync += a_any.eq(Cat((live_elig & col[c]).any() for c in range(N_CLASSES)))
 
         # ---- Stage B: the top class and its eligible slots (registered) ---------------
-        top_oh = Signal(N_CLASSES)
+        # (The top class is registered first, one-hot: B sees it a clock late, which only
+        # delays a change of class by a clock.)
+        top_r = Signal(N_CLASSES)
+        m.d.sync += top_r.eq(0)
         for c in range(N_CLASSES):
             with m.If(a_any[c]):
-                m.d.comb += top_oh.eq(1 << c)
+                m.d.sync += top_r.eq(1 << c)
         b_valid = Signal()
         b_ce = Signal(n)            # eligible slots of the top class
         b_col = Signal(n)           # all slots of the top class
         in_top = Signal(n)
-        # (The top class is registered first: B sees it a clock late, which only delays a
-        # change of class by a clock.)
-        top_r = Signal(N_CLASSES)
-        m.d.sync += top_r.eq(top_oh)
         m.d.comb += in_top.eq(Cat((tc_oh[i] & top_r).any() for i in range(n)))
         m.d.sync += [b_valid.eq(a_any.any()), b_col.eq(in_top), b_ce.eq(live_elig & in_top)]
 
