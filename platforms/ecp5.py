@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["implement", "DEVICE"]
+__all__ = ["implement", "critical_registers", "DEVICE"]
 
 DEVICE = "LFE5UM5G-85F-8 (CABGA381), out-of-context"
 
@@ -99,7 +99,9 @@ def critical_registers(report, top=5):
     worst = collections.defaultdict(list)
     for net in report.get("detailed_net_timings", []):
         for end in net.get("endpoints", []):
-            delay = end.get("delay")
+            delay = end.get("delay")        # [min, max] arrival (or a single value)
+            if isinstance(delay, (int, float)):
+                delay = [delay]
             if not delay:
                 continue
             name = re.sub(r"^core\.", "", end["cell"])
