@@ -323,9 +323,10 @@ class GrantArbiter(wiring.Component):
         # with its last quota leaves the round a clock after it (from the grant lane's
         # stage 1): until then ``g1_exh`` discounts it. This clock's grant is one of the
         # registered candidates: the OR is formed for each of them (and for none) from
-        # registers, the decision only selects one.
+        # registers and registered as it is; the decision selects one after the
+        # register (``useq_d``, ``last_h``), so no 64-bit OR is behind the decision.
         g1_exh = Signal(n)          # registered at the pick: sel & exh
-        any_q = Signal()
+        any_q = Signal()            # (selected from the registered ORs, below)
         q_left = Signal(n)
         m.d.comb += q_left.eq(b_ce & inq & ~g1_exh)
 
@@ -338,10 +339,17 @@ class GrantArbiter(wiring.Component):
             for u, c in ((1, c_q[h]), (0, c_a[h])):
                 q_left_if[u, h] = (q_left & ~(spread(c, h) & exh)).any()
         q_left_none = q_left.any()
+        o_if = {k: Signal(name=f"o_if{k[0]}{k[1]}") for k in q_left_if}
+        o_none = Signal()
+        m.d.sync += [o_if[k].eq(v) for k, v in q_left_if.items()]
+        m.d.sync += o_none.eq(q_left_none)
         nr_d = Signal()             # a new round started last clock: all of the class is in it
-        useq = Signal()
-        m.d.comb += useq.eq(any_q & ~nr_d)
+        useq, useq_d = Signal(), Signal()
         last_h = Signal(NH)         # the half that granted last clock
+        m.d.comb += any_q.eq(Mux(useq_d,
+                                 Mux(last_h[0], o_if[1, 0], Mux(last_h[1], o_if[1, 1], o_none)),
+                                 Mux(last_h[0], o_if[0, 0], Mux(last_h[1], o_if[0, 1], o_none))))
+        m.d.comb += useq.eq(any_q & ~nr_d)
         pref = Signal()             # the half preferred when both may grant
         # What each half would do for either choice (in-round or all) is formed from
         # registers; the choice (``useq``) selects late.
@@ -415,12 +423,7 @@ class GrantArbiter(wiring.Component):
         m.d.comb += self.g_sel.eq(sel)
         new_round = Signal()
         m.d.comb += new_round.eq(~any_q & ~nr_d & go_a.any())    # (= g_fire & ~useq & ~nr_d)
-        m.d.sync += [g1_exh.eq(sel & exh), nr_d.eq(new_round), last_h.eq(go),
-                     any_q.eq(Mux(useq,
-                                  Mux(go_q[0], q_left_if[1, 0],
-                                      Mux(go_q[1], q_left_if[1, 1], q_left_none)),
-                                  Mux(go_a[0], q_left_if[0, 0],
-                                      Mux(go_a[1], q_left_if[0, 1], q_left_none))))]
+        m.d.sync += [g1_exh.eq(sel & exh), nr_d.eq(new_round), last_h.eq(go), useq_d.eq(useq)]
         with m.If(g_fire):
             m.d.sync += pref.eq(go[0])
         m.d.sync += g_d.eq(sel)
