@@ -56,6 +56,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from .catalog import BlockSpec
+from .gse_header import CREDIT_UNIT_BYTES
 from .stream import AXIStreamSignature, check_data_width
 from .voq_counter_ram import VOQCounterRAM
 from .voq_ram import VOQRam
@@ -81,7 +82,7 @@ class VOQBuffer(wiring.Component):
     def __init__(self, data_width=64, buffer_bytes=65536, cell_bytes=256, queues=1024,
                  tenants=16, queue_limit_cells=128, tenant_reserved_cells=8,
                  tenant_limit_cells=192, alpha_log2=1, credit_width=16, counter_width=32,
-                 credit_unit=1):
+                 credit_unit=CREDIT_UNIT_BYTES):
         self.data_width = check_data_width(data_width)
         self.bpb = data_width // 8
         self.lbpb = _log2(self.bpb, "data_width/8")
@@ -814,7 +815,7 @@ EXPORTS = [BlockSpec(
     params={"data_width": 64, "buffer_bytes": 65536, "cell_bytes": 256, "queues": 1024,
             "tenants": 16, "queue_limit_cells": 128, "tenant_reserved_cells": 8,
             "tenant_limit_cells": 192, "alpha_log2": 1, "credit_width": 16,
-            "counter_width": 32, "credit_unit": 64},
+            "counter_width": 32, "credit_unit": CREDIT_UNIT_BYTES},
     description="VOQ buffer manager: shared cell buffer, per-queue linked lists, "
                 "admission (queue limit, tenant reservation/limit, dynamic threshold), "
                 "credit-based whole-packet release",
