@@ -22,3 +22,28 @@ def test_grant_arbiter_uvm_can_fail():
 
 def test_dgsq_manager_uvm():
     run_cocotb("dgsq_manager", MANAGER, "cocotb_dgsq_manager_uvm", build_args=BUILD_ARGS)
+
+
+@pytest.mark.parametrize("block", ["ctl_encoder", "ctl_decoder"])
+def test_control_frames_uvm(block):
+    run_cocotb(block, {"data_width": 64}, "cocotb_control_frames_uvm")
+
+
+@pytest.mark.parametrize("block,testcase,corrupt,symptoms", [
+    ("ctl_encoder", "EncoderMixed", "data",
+     ("data differs (len 60 vs expected 60, first difference at byte 24)",
+      "1 scoreboard mismatch(es)")),
+    ("ctl_encoder", "EncoderMixed", "stat", ("counter stat_frames",)),
+    ("ctl_decoder", "DecoderMixed", "data", ("seq=", "1 scoreboard mismatch(es)")),
+    ("ctl_decoder", "DecoderMixed", "stat", ("counter stat_drop_err",)),
+    ("ctl_decoder", "DecoderMixed", "accept", ("scoreboard mismatch(es); first:", "[ttl0]")),
+])
+def test_control_frames_uvm_can_fail(block, testcase, corrupt, symptoms):
+    """The scoreboard catches one corrupted bit in one output (a frame's GSE seq, a
+    decoded seq) and a reference that accepts what the decoder rejects (ttl 0); the
+    counter check catches one counter off by one."""
+    with pytest.raises(AssertionError) as failure:
+        run_cocotb(block, {"data_width": 64}, "cocotb_control_frames_uvm", testcase=testcase,
+                   extra_env={"CTL_UVM_BREAK": corrupt})
+    for symptom in symptoms:
+        assert symptom in str(failure.value), f"not caught: {symptom}"
