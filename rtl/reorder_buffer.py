@@ -42,7 +42,7 @@ Timing
 ------
 * Ingress: 1 beat per clock, always ready. A frame's fate is decided one clock
   after the beat holding header byte 31 arrives (beat 3 at 64 bits); its beats
-  wait in a small FIFO until then and are written (through one register) about 7
+  wait in a small FIFO until then and are written (through one register) about 8
   clocks after they entered. A frame's end is booked 2 clocks after its last beat
   (always after its decision), and the container's "done" takes effect 3 clocks
   later, so reading never overtakes writing.
@@ -165,9 +165,19 @@ class ReorderBuffer(wiring.Component):
 
         stats = {n: getattr(self, f"stat_{n}") for n in STATS}
         incr = {n: Signal(name=f"inc_{n}") for n in STATS}
+        # (counted a clock after the event: the counter enables come from registers,
+        # not from the ingress decision)
+        incr_d = {n: Signal(name=f"inc_{n}_d") for n in STATS}
         for n in STATS:
-            with m.If(incr[n]):   # (stat_lost also takes a bulk add at a resync: see below)
-                m.d.sync += stats[n].eq(stats[n] + 1)
+            m.d.sync += incr_d[n].eq(incr[n])
+            if n != "lost":
+                with m.If(incr_d[n]):
+                    m.d.sync += stats[n].eq(stats[n] + 1)
+        # stat_lost adds 1 per container skipped, or at a resync the containers skipped
+        # over (``lost_bulk``, registered with the resync): one adder, from registers.
+        lost_bulk = Signal(16)
+        m.d.sync += lost_bulk.eq(0)
+        m.d.sync += self.stat_lost.eq(self.stat_lost + Mux(incr_d["lost"], 1, lost_bulk))
 
         # ---- ingress: header capture at entry, decision, delayed write -------------
         s = self.s_axis
@@ -248,13 +258,17 @@ class ReorderBuffer(wiring.Component):
 
         # Registered decision of the frame entering (for its end-of-frame bookkeeping).
         # A source ahead of its window: evidence of loss even with nothing stored.
+        # (Set a clock after the decision, from registers: the evidence only starts a
+        # timer and a resync, a clock later is harmless.)
         ahead = Signal(N)
         ahead_seq = [Signal(16, name=f"ahead_seq{s_}") for s_ in range(N)]
         set_ahead = Signal()
-        with m.If(set_ahead):
-            for s_ in range(N):
-                with m.If(sidx == s_):
-                    m.d.sync += [ahead[s_].eq(1), ahead_seq[s_].eq(f_seq)]
+        set_ahead_d = Signal(N)     # one-hot source
+        ahead_seq_d = Signal(16)
+        m.d.sync += [set_ahead_d.eq(Mux(set_ahead, 1 << sidx, 0)), ahead_seq_d.eq(f_seq)]
+        for s_ in range(N):
+            with m.If(set_ahead_d[s_]):
+                m.d.sync += [ahead[s_].eq(1), ahead_seq[s_].eq(ahead_seq_d)]
         d_accept = Signal()
         d_slot = Signal(range(nslots))
         d_ofs = Signal(self.slot_bits + 1)
@@ -309,15 +323,28 @@ class ReorderBuffer(wiring.Component):
         m.d.comb += new_fill.eq(e_ofs + end_nbeats)
         with m.If(end_ev & e_accept):
             m.d.comb += end_ok.eq(e_still)
+        overflow = new_fill > self.slot_beats
+        # The next frame's decision reads the fill level hdr_beat + 2 clocks after this
+        # frame's last beat at the earliest. With the header in beat 2 or later (64-bit
+        # data and narrower) the level is written a clock later, from registers. (If
+        # the slot is skipped meanwhile, the level left in the free slot is never
+        # read: a claim starts from 0 and the egress reads only slots used and done.)
+        fill_wr = Signal(nslots)
+        fill_val = Signal(self.slot_bits + 1)
+        fill_wr_now = Mux(end_ok, 1 << e_slot, 0)
+        fill_val_now = Mux(overflow, self.slot_beats, new_fill)
+        if hdr_beat >= 2:
+            m.d.sync += [fill_wr.eq(fill_wr_now), fill_val.eq(fill_val_now)]
+        else:
+            m.d.comb += [fill_wr.eq(fill_wr_now), fill_val.eq(fill_val_now)]
+        for i in range(nslots):
+            with m.If(fill_wr[i]):
+                m.d.sync += fill[i].eq(fill_val)
         with m.If(end_ok):
-            overflow = new_fill > self.slot_beats
-            for i in range(nslots):
-                with m.If(e_slot == i):
-                    m.d.sync += fill[i].eq(Mux(overflow, self.slot_beats, new_fill))
             m.d.comb += [end_done.eq(e_flags_last), end_bad.eq(end_user | overflow)]
         # "done" (and "bad") take effect END_DELAY clocks after the last beat entered:
-        # by then its beats are in the RAM (the writes lag the input by up to 6
-        # clocks, and reading starts 4 clocks after "done" at the earliest). A slot
+        # by then its beats are in the RAM (the writes lag the input by up to 7
+        # clocks, and reading starts 3 clocks after "done" at the earliest). A slot
         # skipped meanwhile is not marked.
         END_DELAY = 3
         pipe = [(end_ok, end_done, end_bad, e_slot)]
@@ -336,15 +363,18 @@ class ReorderBuffer(wiring.Component):
 
         # Writer: beats wait in a small FIFO until their frame's decision is known (at
         # the beat holding header byte 31, or at the last beat of a runt); decisions
-        # queue in order in a second FIFO. At most lag + 1 beats wait, so the beat FIFO
-        # (depth 2 * lag) never fills: s_axis_tready stays high.
+        # queue in order in a second FIFO, written a clock after the decision. At most
+        # lag + 2 beats wait, so the beat FIFO (depth 2 * lag + 2) never fills:
+        # s_axis_tready stays high.
         m.submodules.bfifo = bfifo = SyncFIFO(width=word_bits, depth=max(4, 2 * lag + 2))
         dec_bits = 1 + len(slot_c) + self.slot_bits + 1
         m.submodules.dfifo = dfifo = SyncFIFO(width=dec_bits, depth=4)
         cnt_in = (sum(s.payload.keep[k] for k in range(B)) - 1)
         m.d.comb += [s.ready.eq(bfifo.w_rdy), beat_in.eq(s.valid & bfifo.w_rdy), bfifo.w_en.eq(beat_in),
                      bfifo.w_data.eq(Cat(s.payload.data, s.payload.last, cnt_in[:self.cnt_bits]))]
-        m.d.comb += [dfifo.w_en.eq(decide | runt),
+        # (written a clock after the decision, from registers: the beats wait a clock
+        # longer, lag + 2 at most, still within the beat FIFO)
+        m.d.sync += [dfifo.w_en.eq(decide | runt),
                      dfifo.w_data.eq(Cat(decide & c_accept, slot_c, Mux(slot_used, fill_c, 0)))]
         w_accept = dfifo.r_data[0]
         w_slot = dfifo.r_data[1:1 + len(slot_c)]
@@ -429,9 +459,7 @@ class ReorderBuffer(wiring.Component):
 
         cur_src = Signal(src_bits)
         rr = Signal(src_bits)                           # round-robin: last served source
-        cur_slot = Signal(range(nslots))
-        m.d.comb += cur_slot.eq(Cat(*head_slot).word_select(cur_src, len(head_slot[0]))
-                                if N > 1 else head_slot[0])
+        cur_slot = Signal(range(nslots))                # its head slot (registered at the pick)
         cand = head_ready | expired
         # round-robin pick: first candidate after rr
         pick = Signal(src_bits)
@@ -455,10 +483,11 @@ class ReorderBuffer(wiring.Component):
                     m.d.comb += cur_any_used.eq(used[s_ * W:(s_ + 1) * W].any())
         # an egress action on a source clears its "ahead" evidence (new frames renew it)
         for s_ in range(N):
-            with m.If(slot_free[s_ * W:(s_ + 1) * W].any() & ~(set_ahead & (sidx == s_))):
+            with m.If(slot_free[s_ * W:(s_ + 1) * W].any() & ~set_ahead_d[s_]):
                 m.d.sync += ahead[s_].eq(0)
 
         rd_left = Signal(self.slot_bits + 1)            # words still to read
+        rd_z, rd_one = Signal(), Signal()               # rd_left == 0, == 1 (registered)
 
         def release(slot=cur_slot):
             # free the head slot of cur_src and advance its expected seq
@@ -470,7 +499,9 @@ class ReorderBuffer(wiring.Component):
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(pick_ok):
-                    m.d.sync += [cur_src.eq(pick), rr.eq(pick)]
+                    m.d.sync += [cur_src.eq(pick), rr.eq(pick),
+                                 cur_slot.eq(Cat(*head_slot).word_select(pick, len(head_slot[0]))
+                                             if N > 1 else head_slot[0])]
                     m.next = "ACT"
             with m.State("ACT"):
                 with m.If(head_ready.bit_select(cur_src, 1)):
@@ -479,13 +510,14 @@ class ReorderBuffer(wiring.Component):
                         release()
                         m.next = "WAIT"
                     with m.Else():
-                        m.d.sync += [rd_ptr.eq(0), rd_slot.eq(cur_slot),
-                                     rd_left.eq(Cat(*fill).word_select(cur_slot, self.slot_bits + 1))]
+                        left = Cat(*fill).word_select(cur_slot, self.slot_bits + 1)
+                        m.d.sync += [rd_ptr.eq(0), rd_slot.eq(cur_slot), rd_left.eq(left),
+                                     rd_z.eq(left == 0), rd_one.eq(left == 1)]
                         m.next = "READ"
                 with m.Elif(cur_ahead & ~cur_any_used):
                     # nothing stored, the source is far ahead: resynchronise to it and
                     # count every container skipped over as lost
-                    m.d.sync += self.stat_lost.eq(self.stat_lost + (cur_ahead_seq - cur_exp)[:16])
+                    m.d.sync += lost_bulk.eq(cur_ahead_seq - cur_exp)
                     m.d.comb += slot_free.eq(1 << cur_slot)
                     for s_ in range(N):
                         with m.If(cur_src == s_):
@@ -500,14 +532,15 @@ class ReorderBuffer(wiring.Component):
                                             ~used.bit_select(nxt_slot, 1))
                     m.next = "WAIT"
             with m.State("READ"):
-                with m.If(rd_left == 0):
+                with m.If(rd_z):
                     m.d.comb += incr["containers_out"].eq(1)
                     release(rd_slot)
                     m.next = "WAIT"
                 with m.Elif(room):
                     m.d.comb += issue.eq(1)
-                    m.d.sync += [rd_ptr.eq(rd_ptr + 1), rd_left.eq(rd_left - 1)]
-                    with m.If(rd_left == 1):             # last word issued: done with the slot
+                    m.d.sync += [rd_ptr.eq(rd_ptr + 1), rd_left.eq(rd_left - 1),
+                                 rd_z.eq(rd_one), rd_one.eq(rd_left == 2)]
+                    with m.If(rd_one):                   # last word issued: done with the slot
                         m.d.comb += incr["containers_out"].eq(1)
                         release(rd_slot)
                         m.next = "WAIT"

