@@ -1,7 +1,7 @@
 """Small pieces every cocotb bench here uses."""
 from cocotb.triggers import RisingEdge
 
-__all__ = ["random_pause", "reset_dut"]
+__all__ = ["random_pause", "reset_dut", "drain_until"]
 
 
 def random_pause(rng, p):
@@ -19,3 +19,20 @@ async def reset_dut(dut, cycles=4, clk="clk", rst="rst"):
         await RisingEdge(clock)
     reset.value = 0
     await RisingEdge(clock)
+
+
+async def drain_until(clk, finished, progress, timeout, idle, on_timeout):
+    """Wait until ``finished()`` — giving up after ``timeout`` clocks in which
+    ``progress()`` (a count of transfers seen) did not change, then calling
+    ``on_timeout(quiet_clocks)`` — then ``idle`` more clocks, so that unexpected extra
+    output shows up before the end-of-test checks."""
+    quiet, seen = 0, progress()
+    while not finished():
+        await RisingEdge(clk)
+        now = progress()
+        quiet, seen = (0 if now != seen else quiet + 1), now
+        if quiet >= timeout:
+            on_timeout(quiet)
+            break
+    for _ in range(idle):
+        await RisingEdge(clk)

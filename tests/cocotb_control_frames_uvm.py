@@ -54,6 +54,7 @@ from cocotb.triggers import RisingEdge
 from pyuvm import ConfigDB, uvm_env, uvm_test
 from scapy.layers.l2 import Ether
 
+from opengse.sim.cocotb_util import drain_until
 from opengse.sim.gse_scapy import GSE, GSE_ETHERTYPE, GSE_TYPES, control_frame
 from opengse.sim.runner import test_params
 from opengse.sim.uvm import axis_env, stream_env
@@ -243,17 +244,11 @@ class CtlEnvBase(uvm_env):
         """Wait until the inputs are idle and every expected output came (giving up
         after ``drain_timeout`` clocks without output: what is missing then fails
         ``check_phase``), then ``drain_idle`` clocks so extra output shows up too."""
-        quiet, seen = 0, self.scoreboard.seen
-        while not (self.inputs_idle() and not self.scoreboard.outstanding()):
-            await RisingEdge(self.clk)
-            quiet = 0 if self.scoreboard.seen != seen else quiet + 1
-            seen = self.scoreboard.seen
-            if quiet >= self.acfg.drain_timeout:
-                self.logger.warning(f"no output for {quiet} clocks, "
-                                    f"{self.scoreboard.outstanding()} outstanding")
-                break
-        for _ in range(self.acfg.drain_idle):
-            await RisingEdge(self.clk)
+        await drain_until(
+            self.clk, lambda: self.inputs_idle() and not self.scoreboard.outstanding(),
+            lambda: self.scoreboard.seen, self.acfg.drain_timeout, self.acfg.drain_idle,
+            lambda quiet: self.logger.warning(
+                f"no output for {quiet} clocks, {self.scoreboard.outstanding()} outstanding"))
 
 
 class EncoderEnv(CtlEnvBase):

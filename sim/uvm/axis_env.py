@@ -43,7 +43,7 @@ from pyuvm import (ConfigDB, uvm_analysis_port, uvm_driver, uvm_env,
                    uvm_monitor, uvm_scoreboard, uvm_sequence, uvm_sequence_item,
                    uvm_sequencer, uvm_subscriber)
 
-from ..cocotb_util import random_pause
+from ..cocotb_util import drain_until, random_pause
 from ..valid_ready import FieldStreamSink, FieldStreamSource
 
 __all__ = ["AxisItem", "AxisSequencer", "AxisSequence", "AxisDriver", "AxisMonitor",
@@ -352,14 +352,9 @@ class AxisEnv(uvm_env):
         giving up after ``drain_timeout`` cycles with no new output (a hang; the
         missing frames then fail ``check_phase``) — then ``drain_idle`` more cycles so
         that unexpected extra output shows up in ``check_phase`` too."""
-        quiet, seen = 0, self.monitor.seen
-        while not (self.driver.idle() and not self.scoreboard.outstanding()):
-            await RisingEdge(self.clk)
-            quiet = 0 if self.monitor.seen != seen else quiet + 1
-            seen = self.monitor.seen
-            if quiet >= self.cfg.drain_timeout:
-                self.logger.warning(f"no output for {quiet} cycles with "
-                                    f"{self.scoreboard.outstanding()} outputs outstanding")
-                break
-        for _ in range(self.cfg.drain_idle):
-            await RisingEdge(self.clk)
+        await drain_until(
+            self.clk, lambda: self.driver.idle() and not self.scoreboard.outstanding(),
+            lambda: self.monitor.seen, self.cfg.drain_timeout, self.cfg.drain_idle,
+            lambda quiet: self.logger.warning(
+                f"no output for {quiet} cycles with "
+                f"{self.scoreboard.outstanding()} outputs outstanding"))

@@ -65,7 +65,7 @@ from pyuvm import (ConfigDB, uvm_agent, uvm_analysis_port, uvm_component, uvm_dr
                    uvm_env, uvm_monitor, uvm_scoreboard, uvm_sequence, uvm_sequence_item,
                    uvm_sequencer, uvm_subscriber)
 
-from ..cocotb_util import random_pause, reset_dut
+from ..cocotb_util import drain_until, random_pause, reset_dut
 from ..valid_ready import FieldStreamSink, FieldStreamSource
 from .axis_env import AxisSequence
 
@@ -529,19 +529,13 @@ class StreamEnv(uvm_env):
         """Wait until every input driver is idle, every predicted output has come and
         ``done()`` (if given) is true — giving up after ``drain_timeout`` cycles with
         no transfer on any port — then ``drain_idle`` more cycles."""
-        quiet, seen = 0, self.transfers()
-        while True:
+        def finished():
             self.scoreboard.flush()
-            if self.inputs_idle() and not self.scoreboard.outstanding() \
-                    and (done is None or done()):
-                break
-            await RisingEdge(self.clk)
-            now = self.transfers()
-            quiet, seen = (0 if now != seen else quiet + 1), now
-            if quiet >= self.cfg.drain_timeout:
-                self.logger.warning(f"no transfer for {quiet} cycles; "
-                                    f"{self.scoreboard.outstanding()} outputs outstanding")
-                break
-        for _ in range(self.cfg.drain_idle):
-            await RisingEdge(self.clk)
+            return (self.inputs_idle() and not self.scoreboard.outstanding()
+                    and (done is None or done()))
+        await drain_until(
+            self.clk, finished, self.transfers, self.cfg.drain_timeout, self.cfg.drain_idle,
+            lambda quiet: self.logger.warning(
+                f"no transfer for {quiet} cycles; "
+                f"{self.scoreboard.outstanding()} outputs outstanding"))
         self.scoreboard.flush()
