@@ -239,7 +239,15 @@ class ReorderBuffer(wiring.Component):
         slot_used = used.bit_select(slot_c, 1)
         slot_done = done.bit_select(slot_c, 1)
         fill_c = Signal(self.slot_bits + 1)
-        m.d.comb += fill_c.eq(Cat(*fill).word_select(slot_c, self.slot_bits + 1))
+        fill_wr = Signal(nslots)                        # fill level written this clock
+        fill_val = Signal(self.slot_bits + 1)
+        fill_rd = Cat(*fill).word_select(slot_c, self.slot_bits + 1)
+        if hdr_beat == 0:
+            # The header is in the first beat: a frame's decision can fall in the clock
+            # its container's previous frame's fill level is written: forwarded.
+            m.d.comb += fill_c.eq(Mux(fill_wr.bit_select(slot_c, 1), fill_val, fill_rd))
+        else:
+            m.d.comb += fill_c.eq(fill_rd)
 
         # Decision for the frame whose header completes on this beat.
         c_accept = Signal()
@@ -329,8 +337,6 @@ class ReorderBuffer(wiring.Component):
         # data and narrower) the level is written a clock later, from registers. (If
         # the slot is skipped meanwhile, the level left in the free slot is never
         # read: a claim starts from 0 and the egress reads only slots used and done.)
-        fill_wr = Signal(nslots)
-        fill_val = Signal(self.slot_bits + 1)
         fill_wr_now = Mux(end_ok, 1 << e_slot, 0)
         fill_val_now = Mux(overflow, self.slot_beats, new_fill)
         if hdr_beat >= 2:

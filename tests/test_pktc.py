@@ -35,13 +35,7 @@ def run(block, params, module):
 REORDER = {"data_width": 64, "sources": 4, "window": 8, "slot_bytes": 1024, "timeout": 3000}
 
 
-@pytest.mark.parametrize("data_width", [
-    64, 128,
-    pytest.param(256, marks=pytest.mark.xfail(strict=True, reason=(
-        "known bug: at 256 bits a frame's decision can come one clock after the previous "
-        "frame's end is booked, before its fill level is written (stale offset), and one "
-        "frame is classified as not DATA (not traced); see docs/pktc.md"))),
-])
+@pytest.mark.parametrize("data_width", [64, 128, 256])
 def test_reorder(data_width):
     run("reorder", {**REORDER, "data_width": data_width}, "cocotb_reorder")
 
