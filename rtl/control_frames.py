@@ -96,9 +96,10 @@ class ControlFrameDecoder(wiring.Component):
     Interface: ``s_axis`` (frames, no FCS), ``m_ctl`` (:data:`ControlHeaderLayout`, one
     entry per good control frame, handed over after the frame's last beat).
 
-    Counters: ``stat_ctl`` (good REQUEST/GRANT frames), ``stat_drop_other`` (not GSE, or
-    DATA/PROBE: not for this decoder), ``stat_drop_malformed`` (wrong ``ver``, reserved
-    ``type``, ``ttl`` 0, shorter than 32 bytes), ``stat_drop_err`` (``tuser`` error).
+    Counters: ``stat_ctl`` (good REQUEST/GRANT frames), ``stat_drop_other`` (not GSE,
+    including frames too short to carry an EtherType, or DATA/PROBE: not for this
+    decoder), ``stat_drop_malformed`` (GSE, but wrong ``ver``, reserved ``type``, ``ttl``
+    0, or shorter than 32 bytes), ``stat_drop_err`` (``tuser`` error).
 
     Timing: one beat per clock; while a decoded header waits on ``m_ctl`` the input
     stalls at the next frame's last beat.
@@ -146,6 +147,9 @@ class ControlFrameDecoder(wiring.Component):
         ctl = (f["type"] == GSEType.REQUEST.value) | (f["type"] == GSEType.GRANT.value)
         known = ctl | (f["type"] == GSEType.DATA.value) | (f["type"] == GSEType.PROBE.value)
         short = total < TAGGED_HEADER_BYTES
+        # (shorter than the Ethernet header: bytes 12-13 are not the frame's, so it is
+        # not GSE whatever they hold)
+        no_etype = total < ETH_HEADER_BYTES
         err = self.s_axis.payload.user[0]
 
         accept_last = Signal()
@@ -166,7 +170,7 @@ class ControlFrameDecoder(wiring.Component):
         with m.If(accept_last):
             with m.If(err):
                 m.d.sync += self.stat_drop_err.eq(self.stat_drop_err + 1)
-            with m.Elif(short & ~is_gse):
+            with m.Elif(short & (no_etype | ~is_gse)):
                 m.d.sync += self.stat_drop_other.eq(self.stat_drop_other + 1)
             with m.Elif(short):
                 m.d.sync += self.stat_drop_malformed.eq(self.stat_drop_malformed + 1)

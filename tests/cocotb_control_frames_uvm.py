@@ -18,8 +18,8 @@ other block are skipped.
   (:class:`~opengse.sim.uvm.axis_env.AxisDriver`, random idle cycles inside and
   between frames): good REQUEST/GRANT frames (60 bytes, unpadded down to 32 bytes,
   longer), and everything the decoder must reject, as in ``cocotb_control_frames.py``
-  plus runts shorter than an Ethernet header (no EtherType: the reference only says
-  "dropped, as ``other`` or ``malformed``"); the ``m_ctl``
+  plus runts shorter than an Ethernet header (no EtherType: not GSE, counted as
+  ``other``); the ``m_ctl``
   :class:`~opengse.sim.uvm.stream_env.StreamResponder` back-pressures at random and
   its monitor reports the decoded fields. The scoreboard expects the scapy
   dissection of every good frame, nothing for the others, in order; the
@@ -104,13 +104,11 @@ def decode_reference(raw, error):
     class ``ctl`` (fields = the header it must hand out), ``other`` (not GSE, or a
     DATA/PROBE frame), ``malformed`` (GSE shorter than 32 bytes, wrong ``ver``,
     reserved ``type``, ``ttl`` 0), ``err`` (``tuser`` error on the last beat: dropped
-    whatever it holds), ``runt`` (shorter than the Ethernet header: no EtherType to
-    classify it by; must be dropped and counted as ``other`` or ``malformed``)."""
+    whatever it holds); a frame shorter than the Ethernet header has no EtherType: it
+    is not GSE, ``other``."""
     if error:
         return "err", None
-    if len(raw) < 14:
-        return "runt", None
-    if Ether(raw[:14]).type != GSE_ETHERTYPE:
+    if len(raw) < 14 or Ether(raw[:14]).type != GSE_ETHERTYPE:
         return "other", None
     if len(raw) < 32:
         return "malformed", None
@@ -129,7 +127,7 @@ class DecoderReference:
     tallies the reference's classification for the counter check."""
 
     def __init__(self):
-        self.counts = dict.fromkeys(("ctl", "other", "malformed", "err", "runt"), 0)
+        self.counts = dict.fromkeys(("ctl", "other", "malformed", "err"), 0)
         self.kinds = {}             # frame note -> count (coverage)
         self.types = set()          # REQUEST/GRANT types expected out
 
@@ -501,19 +499,8 @@ class DecoderTestBase(CtlTestBase):
                 "stat_drop_malformed": c["malformed"], "stat_drop_err": c["err"]}
         if "stat" in BREAK:
             want["stat_drop_err"] += 1
-        # A runt has no EtherType: either drop counter may count it, not both.
-        errs = []
-        for name in ("stat_ctl", "stat_drop_err"):
-            if got[name] != want[name]:
-                errs.append(f"counter {name} {got[name]} != expected {want[name]}")
-        for name in ("stat_drop_other", "stat_drop_malformed"):
-            if not want[name] <= got[name] <= want[name] + c["runt"]:
-                errs.append(f"counter {name} {got[name]} not in expected "
-                            f"[{want[name]}, {want[name] + c['runt']}]")
-        drops = got["stat_drop_other"] + got["stat_drop_malformed"]
-        if drops != want["stat_drop_other"] + want["stat_drop_malformed"] + c["runt"]:
-            errs.append(f"counter stat_drop_other + stat_drop_malformed {drops} != expected "
-                        f"{want['stat_drop_other'] + want['stat_drop_malformed'] + c['runt']}")
+        errs = [f"counter {name} {got[name]} != expected {want[name]}"
+                for name in want if got[name] != want[name]]
         assert not errs, "; ".join(errs) + f" (reference classes {c})"
         assert self.env.scoreboard.matches == c["ctl"]
         missing = set(self.MIX) - set(self.model.kinds)
