@@ -212,10 +212,12 @@ class ReorderBuffer(wiring.Component):
                                  ((ein == hdr_beat) & ~s.payload.keep[(TAGGED_HEADER_BYTES - 1) % B])))
         raw_decide = beat_in & (ein == hdr_beat) & ~raw_runt
         f_src, f_seq, f_flags = Signal(16), Signal(16), Signal(2)     # flags: FIRST, LAST
+        f_qm1 = Signal(16 - self.win_bits)              # (seq >> log2 W) - 1 (see in_win)
         is_data = Signal()
         decide, runt = Signal(), Signal()
         with m.If(raw_decide):
             m.d.sync += [f_src.eq(f["src_node"]), f_seq.eq(f["seq"]), f_flags.eq(f["flags"][:2]),
+                         f_qm1.eq(f["seq"][self.win_bits:] - 1),
                          is_data.eq((f["ver"] == GSE_VERSION) & (f["type"] == GSEType.DATA.value))]
         m.d.sync += [decide.eq(raw_decide), runt.eq(raw_runt)]
         # ... and so is the frame's end (after the decision when both fall together)
@@ -249,31 +251,48 @@ class ReorderBuffer(wiring.Component):
         else:
             m.d.comb += fill_c.eq(fill_rd)
 
-        # Decision for the frame whose header completes on this beat.
+        # Decision for the frame whose header completes on this beat. Whether it is taken
+        # is formed from shallow flags: "in the window" (seq - next < W) without the
+        # subtraction, per source in parallel: with seq = q*W + r and next = qn*W + rn,
+        # q == qn if r >= rn, else q - 1 == qn.
+        in_win_s = Signal(N)
+        for s_ in range(N):
+            qn, rn = exp[s_][self.win_bits:], exp[s_][:self.win_bits]
+            m.d.comb += in_win_s[s_].eq(Mux(f_seq[:self.win_bits] >= rn,
+                                            f_seq[self.win_bits:] == qn, f_qm1 == qn))
+        in_win = in_win_s.bit_select(sidx, 1) if N > 1 else in_win_s[0]
         c_accept = Signal()
+        m.d.comb += c_accept.eq(is_data & src_ok & in_win &
+                                Mux(slot_used, ~f_first & ~slot_done, f_first))
+        # Why it is dropped (for the counters and the "ahead" evidence only): formed a
+        # clock later from registered flags, as the decision saw them.
+        r_decide, r_other, r_win, r_behind, r_used, r_done, r_first = (Signal() for _ in range(7))
+        r_sidx, r_seq = Signal(src_bits), Signal(16)
+        m.d.sync += [r_decide.eq(decide), r_other.eq(~is_data | ~src_ok), r_win.eq(in_win),
+                     r_behind.eq(dist[15]), r_used.eq(slot_used), r_done.eq(slot_done),
+                     r_first.eq(f_first), r_sidx.eq(sidx), r_seq.eq(f_seq)]
         c_reason = Signal(4)     # 0 accept, else the drop counter (see below)
         R_OTHER, R_LATE, R_WINDOW, R_ORPHAN, R_DUP = 1, 2, 3, 4, 5
-        with m.If(~is_data | ~src_ok):
+        with m.If(r_other):
             m.d.comb += c_reason.eq(R_OTHER)
-        with m.Elif(dist[self.win_bits:].any()):        # dist >= W
+        with m.Elif(~r_win):                            # seq - next >= W
             # behind the window (already released or skipped) or too far ahead
-            m.d.comb += c_reason.eq(Mux(dist[15], R_DUP, R_WINDOW))
-        with m.Elif(slot_used):
-            m.d.comb += c_reason.eq(Mux(f_first | slot_done, R_DUP, 0))
-        with m.Elif(~f_first):
+            m.d.comb += c_reason.eq(Mux(r_behind, R_DUP, R_WINDOW))
+        with m.Elif(r_used):
+            m.d.comb += c_reason.eq(Mux(r_first | r_done, R_DUP, 0))
+        with m.Elif(~r_first):
             m.d.comb += c_reason.eq(R_ORPHAN)
-        m.d.comb += c_accept.eq(c_reason == 0)
 
         # Registered decision of the frame entering (for its end-of-frame bookkeeping).
         # A source ahead of its window: evidence of loss even with nothing stored.
-        # (Set a clock after the decision, from registers: the evidence only starts a
-        # timer and a resync, a clock later is harmless.)
+        # (Set from the registered drop reason, a few clocks after the decision: the
+        # evidence only starts a timer and a resync, so that is harmless.)
         ahead = Signal(N)
         ahead_seq = [Signal(16, name=f"ahead_seq{s_}") for s_ in range(N)]
         set_ahead = Signal()
         set_ahead_d = Signal(N)     # one-hot source
         ahead_seq_d = Signal(16)
-        m.d.sync += [set_ahead_d.eq(Mux(set_ahead, 1 << sidx, 0)), ahead_seq_d.eq(f_seq)]
+        m.d.sync += [set_ahead_d.eq(Mux(set_ahead, 1 << r_sidx, 0)), ahead_seq_d.eq(r_seq)]
         for s_ in range(N):
             with m.If(set_ahead_d[s_]):
                 m.d.sync += [ahead[s_].eq(1), ahead_seq[s_].eq(ahead_seq_d)]
@@ -282,18 +301,19 @@ class ReorderBuffer(wiring.Component):
         d_ofs = Signal(self.slot_bits + 1)
         with m.If(decide):
             m.d.sync += [d_accept.eq(c_accept), d_slot.eq(slot_c), d_ofs.eq(Mux(slot_used, fill_c, 0))]
+        with m.If(r_decide):
             with m.Switch(c_reason):
                 with m.Case(R_OTHER):
                     m.d.comb += incr["drop_other"].eq(1)
                 with m.Case(R_WINDOW):
                     m.d.comb += incr["drop_window"].eq(1)
-                    with m.If(f_first):
+                    with m.If(r_first):
                         m.d.comb += set_ahead.eq(1)
                 with m.Case(R_ORPHAN):
                     m.d.comb += incr["drop_orphan"].eq(1)
                 with m.Case(R_DUP):
                     m.d.comb += incr["drop_dup"].eq(1)
-        with m.Elif(runt):
+        with m.If(runt):
             m.d.comb += incr["drop_runt"].eq(1)
         with m.If(beat_in & s.payload.last):
             m.d.comb += incr["frames_in"].eq(1)
