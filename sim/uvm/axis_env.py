@@ -273,6 +273,7 @@ class AxisScoreboard(uvm_scoreboard):
         self.expected = []
         self.observed = []
         self.driven = self.matches = self.mismatches = 0
+        self.first_mismatch = None  # (for check_phase's message: the log may be long)
 
     def _stimulus(self, item):
         self.driven += 1
@@ -292,9 +293,11 @@ class AxisScoreboard(uvm_scoreboard):
             diffs = got.differences(exp)
             if diffs:
                 self.mismatches += 1
+                msg = (f"mismatch #{self.mismatches} (output {self.matches + self.mismatches}): "
+                       f"{'; '.join(diffs)}\n  got      {got}\n  expected {exp}")
+                self.first_mismatch = self.first_mismatch or msg
                 if self.mismatches <= self.MAX_REPORTS:
-                    self.logger.error(f"mismatch #{self.mismatches} (output {self.matches + self.mismatches}): "
-                                      f"{'; '.join(diffs)}\n  got      {got}\n  expected {exp}")
+                    self.logger.error(msg)
             else:
                 self.matches += 1
 
@@ -308,7 +311,8 @@ class AxisScoreboard(uvm_scoreboard):
                          f"unexpected left {len(self.observed)}")
 
     def check_phase(self):
-        assert self.mismatches == 0, f"{self.mismatches} scoreboard mismatch(es) (see log)"
+        assert self.mismatches == 0, \
+            f"{self.mismatches} scoreboard mismatch(es); first: {self.first_mismatch}"
         assert not self.expected, \
             f"{len(self.expected)} expected output(s) never arrived; first: {self.expected[0]}"
         assert not self.observed, \
