@@ -285,17 +285,14 @@ class ReorderBuffer(wiring.Component):
 
         # Registered decision of the frame entering (for its end-of-frame bookkeeping).
         # A source ahead of its window: evidence of loss even with nothing stored.
-        # (Set from the registered drop reason, a few clocks after the decision: the
+        # (Set from the registered drop reason, a clock after the decision: the
         # evidence only starts a timer and a resync, so that is harmless.)
         ahead = Signal(N)
         ahead_seq = [Signal(16, name=f"ahead_seq{s_}") for s_ in range(N)]
         set_ahead = Signal()
-        set_ahead_d = Signal(N)     # one-hot source
-        ahead_seq_d = Signal(16)
-        m.d.sync += [set_ahead_d.eq(Mux(set_ahead, 1 << r_sidx, 0)), ahead_seq_d.eq(r_seq)]
         for s_ in range(N):
-            with m.If(set_ahead_d[s_]):
-                m.d.sync += [ahead[s_].eq(1), ahead_seq[s_].eq(ahead_seq_d)]
+            with m.If(set_ahead & (r_sidx == s_)):
+                m.d.sync += [ahead[s_].eq(1), ahead_seq[s_].eq(r_seq)]
         d_accept = Signal()
         d_slot = Signal(range(nslots))
         d_ofs = Signal(self.slot_bits + 1)
@@ -509,7 +506,7 @@ class ReorderBuffer(wiring.Component):
                     m.d.comb += cur_any_used.eq(used[s_ * W:(s_ + 1) * W].any())
         # an egress action on a source clears its "ahead" evidence (new frames renew it)
         for s_ in range(N):
-            with m.If(slot_free[s_ * W:(s_ + 1) * W].any() & ~set_ahead_d[s_]):
+            with m.If(slot_free[s_ * W:(s_ + 1) * W].any() & ~(set_ahead & (r_sidx == s_))):
                 m.d.sync += ahead[s_].eq(0)
 
         rd_left = Signal(self.slot_bits + 1)            # words still to read

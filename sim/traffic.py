@@ -45,10 +45,12 @@ def random_frame(rng, size, ethertype=None):
     return raw
 
 
-def random_tag_fields(rng, frame_len):
-    """Random header fields for the tagger's side channel (``len`` = ``frame_len``)."""
+def random_tag_fields(rng, frame_len, types=(0, 0, 0, 1, 2, 3), flag_bits=3):
+    """Random header fields for the tagger's side channel (``len`` = ``frame_len``),
+    ``type`` drawn from ``types``; for control frames e.g. ``types=(1, 2)``,
+    ``flag_bits=8``."""
     r = rng
-    return {"type": r.choice([0, 0, 0, 1, 2, 3]), "flags": r.randrange(8), "tc": r.randrange(8),
+    return {"type": r.choice(types), "flags": r.randrange(1 << flag_bits), "tc": r.randrange(8),
             "tenant": r.randrange(4096), "src_node": r.randrange(65536),
             "dst_node": r.randrange(65536), "port": r.randrange(256),
             "ttl": r.randrange(1, 256), "seq": r.randrange(65536), "len": frame_len,

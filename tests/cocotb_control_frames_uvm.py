@@ -57,6 +57,7 @@ from scapy.layers.l2 import Ether
 from opengse.sim.cocotb_util import drain_until
 from opengse.sim.gse_scapy import GSE, GSE_ETHERTYPE, GSE_TYPES, control_frame
 from opengse.sim.runner import test_params
+from opengse.sim.traffic import random_tag_fields
 from opengse.sim.uvm import axis_env, stream_env
 from opengse.sim.uvm.axis_env import (AxisDriver, AxisEnvConfig, AxisItem, AxisMonitor,
                                       AxisScoreboard, AxisSequence, AxisSequencer)
@@ -79,11 +80,8 @@ IS_DECODER = _top is not None and hasattr(_top, "m_ctl_valid")
 
 def random_fields(r, kind=None):
     """Header fields of a REQUEST (type 1) or GRANT (type 2), every field random."""
-    return {"type": kind if kind is not None else r.choice((1, 2)), "flags": r.randrange(256),
-            "tc": r.randrange(8), "tenant": r.randrange(4096), "src_node": r.randrange(65536),
-            "dst_node": r.randrange(65536), "port": r.randrange(256),
-            "ttl": r.randrange(1, 256), "seq": r.randrange(65536), "len": r.randrange(65536),
-            "dgsq": r.randrange(65536)}
+    return random_tag_fields(r, r.randrange(65536), types=(kind,) if kind else (1, 2),
+                             flag_bits=8)
 
 
 def random_mac(r):
