@@ -46,7 +46,7 @@ def _unique_blocks():
     from opengse.rtl.catalog import blocks
     seen, out = set(), []
     for spec in blocks().values():
-        if spec.name not in seen and not spec.test_only:
+        if spec.name not in seen:
             seen.add(spec.name)
             out.append(spec)
     return out
@@ -63,7 +63,7 @@ def cmd_blocks(args):
 
 def _export(spec, params, out_dir, lint):
     from opengse.rtl.catalog import resolve_params
-    from opengse.rtl.export import write_export
+    from opengse.platforms.export import write_export
     try:
         params = resolve_params(spec, params)
         component = spec.build(**params)
@@ -74,7 +74,7 @@ def _export(spec, params, out_dir, lint):
                                   keep_modules=spec.kept_modules(**params))
     print(f"wrote {v_path} and {j_path}")
     if lint:
-        from opengse.sim.lint import lint as run_lint
+        from opengse.platforms.lint import lint as run_lint
         ok, out = run_lint([v_path], spec.module)
         print(f"verilator --lint-only -Wall: {'clean' if ok else 'WARNINGS'}")
         if not ok:
@@ -96,9 +96,11 @@ def cmd_export(args):
 
 
 def _bench(spec, seeds, pnr):
-    if spec.bench is None:
+    from opengse.sim.benches import bench_for
+    found = bench_for(spec.name)
+    if found is None:
         return None
-    return spec.bench(seeds=seeds, pnr=pnr)
+    return found[1](seeds=seeds, pnr=pnr)
 
 
 def _print_figures(name, figures):
@@ -139,9 +141,11 @@ def cmd_run(args):
     for spec in _unique_blocks():
         status |= _export(spec, {}, args.output, lint=False)
     for spec in _unique_blocks():
-        if spec.bench is None or spec.bench in benched:
+        from opengse.sim.benches import bench_for
+        found = bench_for(spec.name)
+        if found is None or found[0] in benched:
             continue
-        benched.add(spec.bench)
+        benched.add(found[0])
         figures = _bench(spec, seeds, not args.no_pnr)
         results[spec.name] = figures
         _print_figures(spec.name, figures)

@@ -12,17 +12,15 @@ __all__ = ["BlockSpec", "BLOCK_MODULES", "blocks", "get_block", "resolve_params"
 
 #: Modules of ``opengse.rtl`` that define ``EXPORTS``.
 BLOCK_MODULES = [
-    "opengse.rtl.tagger",
-    "opengse.rtl.parser",
-    "opengse.rtl.voq_buffer",
-    "opengse.rtl.grant_arbiter",
-    "opengse.rtl.dgsq_manager",
-    "opengse.rtl.control_frames",
-    "opengse.rtl.container_sprayer",
-    "opengse.rtl.link_monitor",
-    "opengse.rtl.reorder_buffer",
-    "opengse.rtl.pktc_testbench_top",
-    "opengse.rtl.dgsq_loop_testbench_top",
+    "opengse.rtl.header.tagger",
+    "opengse.rtl.header.parser",
+    "opengse.rtl.voq.buffer",
+    "opengse.rtl.dgsq.arbiter",
+    "opengse.rtl.dgsq.manager",
+    "opengse.rtl.header.control_frames",
+    "opengse.rtl.pktc.sprayer",
+    "opengse.rtl.pktc.link_monitor",
+    "opengse.rtl.pktc.reorder",
 ]
 
 
@@ -34,9 +32,7 @@ class BlockSpec:
     params: dict              # defaults; also the parameter types (int)
     description: str = ""
     keep_modules: object = None   # callable(**params) -> {hierarchy path: module name}, or None
-    bench: object = None      # callable(seeds=..., pnr=...) -> dict of figures, or None
     aliases: tuple = field(default_factory=tuple)
-    test_only: bool = False   # a composition for tests: not listed, exported or benched by `gse run`
 
     def build(self, **params):
         return self.factory(**resolve_params(self, params))

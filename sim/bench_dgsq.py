@@ -28,15 +28,9 @@ BUILD_ARGS = ("--output-split", "0", "--output-split-cfuncs", "0", "-CFLAGS", "-
 
 
 def decision_rate():
-    import sys
-    from .runner import TESTS_DIR
-    # cocotb's runner hands the simulator this process's sys.path: the cocotb test
-    # module lives in tests/.
-    if str(TESTS_DIR) not in sys.path:
-        sys.path.insert(0, str(TESTS_DIR))
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "rate.json")
-        run_cocotb("grant_arbiter", SIM_PARAMS, "cocotb_grant_arbiter",
+        run_cocotb("grant_arbiter", SIM_PARAMS, "opengse.sim.arbiter_bench",
                    testcase="bench_decision_rate", extra_env={"DGSQ_BENCH_OUT": out},
                    build_args=BUILD_ARGS)
         with open(out) as f:

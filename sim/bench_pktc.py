@@ -23,6 +23,8 @@ import random
 import tempfile
 from pathlib import Path
 
+from .pktc_fabric_top import SPEC as PKTC_FABRIC
+
 __all__ = ["bench", "SPRAYER_PARAMS", "REORDER_PARAMS"]
 
 SPRAYER_PARAMS = {"data_width": 64, "uplinks": 4, "nodes": 16}
@@ -31,6 +33,7 @@ FABRIC_PARAMS = {"data_width": 64, "uplinks": 4, "policy": 1, "sources": 4, "win
                  "slot_bytes": 4096, "timeout": 800, "interval": 256, "miss_limit": 2, "rejoin": 2,
                  "probe_delay": 40}
 _OUT_ENV = "OPENGSE_BENCH_OUT"
+
 
 
 def _sim(block, params, testcase):
@@ -63,7 +66,7 @@ def bench(seeds=(1, 2, 3), pnr=True):
                                              figures["sprayer_beats_per_clock_least_loaded"])
     r = _sim("reorder", REORDER_PARAMS, "bench_reorder")
     figures["reorder_beats_per_clock"] = r["beats_per_clock"]
-    r = _sim("pktc_fabric_tb", FABRIC_PARAMS, "bench_fabric")
+    r = _sim(PKTC_FABRIC, FABRIC_PARAMS, "bench_fabric")
     figures["reorder_occupancy"] = r
     figures["beats_per_clock"] = min(figures["sprayer_beats_per_clock"],
                                      figures["reorder_beats_per_clock"])
@@ -215,10 +218,7 @@ if cocotb is not None:
 
     @cocotb.test(skip=os.environ.get(_OUT_ENV) is None)
     async def bench_fabric(dut):
-        import sys
-        from opengse.sim.runner import TESTS_DIR
-        sys.path.insert(0, str(TESTS_DIR))
-        from cocotb_pktc_fabric import FabricTB
+        from opengse.sim.pktc_fabric_bench import FabricTB
         from opengse.sim.pktc_model import FIRST, LAST, frame_fields
         tb = FabricTB(dut, seed=21, loss=0.0, fail_link=None, fail_time=None, heal_time=None)
         occ = {"bytes": 0, "containers": 0, "peak_bytes": 0, "peak_containers": 0}

@@ -16,7 +16,7 @@ from :func:`opengse.sim.benchmark.implement_block`.
 """
 from amaranth.sim import Simulator
 
-from opengse.rtl.voq_buffer import VOQBuffer
+from opengse.rtl.voq.buffer import VOQBuffer
 
 from .benchmark import implement_block, no_pnr_figures
 

@@ -1,6 +1,6 @@
 """Shared pieces of ``gse bench``: implement a block on ECP5, and time streams.
 
-A block's bench function (``BlockSpec.bench``) is called as
+A block's bench function (:data:`opengse.sim.benches.BENCHES`) is called as
 ``bench(seeds=(1, 2, 3), pnr=True)`` and returns a dict of figures; with
 ``pnr=False`` it skips synthesis and place-and-route (the regression's smoke test
 and quick looks), and the ECP5 figures are ``None``.
@@ -22,7 +22,7 @@ def implement_block(block, params=None, *, seeds=(1, 2, 3)):
     (``gse --pnr-timeout``): a seed that does not finish is listed in ``fmax_timeouts``."""
     from opengse.platforms.ecp5 import implement
     from opengse.rtl.catalog import get_block, resolve_params
-    from opengse.rtl.export import write_export
+    from opengse.platforms.export import write_export
 
     spec = get_block(block)
     params = resolve_params(spec, params or {})

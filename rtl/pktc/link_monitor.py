@@ -1,0 +1,154 @@
+"""Fabric link health: PROBE keep-alives per link, and the healthy set for the sprayer.
+
+Every ``interval`` clocks the monitor sends one PROBE frame on each fabric link
+(``m_probe_<i>``, merged into that link's egress by the port's output mux) and
+looks at what came back: the fabric port's parser pulses ``probe_rx[i]`` for each
+PROBE received on link i (the far end's keep-alive). At the end of each interval
+a link with no PROBE received has *missed* one.
+
+* A healthy link leaves the healthy set after ``miss_limit`` (K) consecutive
+  missed intervals, or when ``link_up[i]`` falls. Bound: ``healthy`` falls 1 clock
+  after ``link_up`` falls, and at most (K + 1) * ``interval`` + 1 clocks after the
+  last PROBE received on the link.
+* An unhealthy link rejoins after ``rejoin`` (M) consecutive intervals with a
+  PROBE received while ``link_up`` is high.
+* At reset every link is unhealthy and rejoins after M good intervals.
+
+Interface
+---------
+* ``m_probe_0 .. m_probe_{L-1}`` (out, AXI-Stream): 60-byte PROBE frames: DA
+  01:80:C2:00:00:0E (link-local, never forwarded), SA 02:00:00:00:<src_node>,
+  EtherType 0x88B5, GSE header ver 1, type PROBE, ``src_node``, ``port`` = link
+  index, ``ttl`` 1, ``seq`` = per-link probe counter; zero padding.
+  A probe waits (back-pressure) and is not repeated; a link whose probe could not
+  leave within an interval simply sends the next one later.
+* ``probe_rx`` (in, L bits): one-clock pulse per PROBE received on link i.
+* ``link_up`` (in, L bits): the MAC/PCS link status.
+* ``src_node`` (in, 16): this node's id.
+* ``healthy`` (out, L bits): registered.
+* ``stat_probes_sent_<i>``, ``stat_probes_rcvd_<i>``, ``stat_probes_missed_<i>``,
+  ``stat_down_events_<i>`` (out, 32-bit per link).
+
+Parameters: ``data_width`` (64), ``links`` L (1..16), ``interval`` (clocks, >= 16),
+``miss_limit`` K (>= 1), ``rejoin`` M (>= 1).
+"""
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ..catalog import BlockSpec
+from ..header.gse_header import CONTROL_FRAME_BYTES, GSE_ETHERTYPE, GSE_VERSION, GSEType, pack_header
+from ..lib.stream import AXIStreamSignature, check_data_width
+
+__all__ = ["LinkMonitor", "EXPORTS", "PROBE_DA"]
+
+PROBE_DA = bytes.fromhex("0180C200000E")
+
+
+class LinkMonitor(wiring.Component):
+    def __init__(self, data_width=64, links=4, interval=1024, miss_limit=3, rejoin=2):
+        check_data_width(data_width)
+        if not 1 <= links <= 16:
+            raise ValueError("links must be 1..16")
+        if interval < 16 or miss_limit < 1 or rejoin < 1:
+            raise ValueError("interval >= 16, miss_limit >= 1, rejoin >= 1")
+        self.data_width, self.links = data_width, links
+        self.interval, self.miss_limit, self.rejoin = interval, miss_limit, rejoin
+        super().__init__({
+            "m_probe": Out(AXIStreamSignature(data_width)).array(links),
+            "probe_rx": In(links),
+            "link_up": In(links),
+            "src_node": In(16),
+            "healthy": Out(links),
+            "stat_probes_sent": Out(32).array(links),
+            "stat_probes_rcvd": Out(32).array(links),
+            "stat_probes_missed": Out(32).array(links),
+            "stat_down_events": Out(32).array(links),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        L, B = self.links, self.data_width // 8
+        nbeats = (CONTROL_FRAME_BYTES + B - 1) // B
+
+        # one shared interval timer: all links tick together
+        tmr = Signal(range(self.interval))
+        tick = Signal()
+        m.d.comb += tick.eq(tmr == self.interval - 1)
+        m.d.sync += tmr.eq(Mux(tick, 0, tmr + 1))
+
+        link_up = Signal(L)
+        m.d.sync += link_up.eq(self.link_up)
+        cbits = max(self.miss_limit, self.rejoin).bit_length() + 1
+        for i in range(L):
+            # ---- transmit ------------------------------------------------------------
+            p = self.m_probe[i]
+            pend = Signal(name=f"pend{i}")        # a probe is due
+            busy = Signal(name=f"busy{i}")        # a probe is being sent
+            beat = Signal(range(nbeats), name=f"beat{i}")
+            pseq = Signal(16, name=f"pseq{i}")
+            with m.If(tick):
+                m.d.sync += pend.eq(1)
+            with m.If(pend & ~busy):
+                m.d.sync += [busy.eq(1), pend.eq(0), beat.eq(0)]
+            frame = (list(PROBE_DA) + [0x02, 0x00, 0x00, 0x00, self.src_node[8:16], self.src_node[0:8]]
+                     + [(GSE_ETHERTYPE >> 8) & 0xFF, GSE_ETHERTYPE & 0xFF]
+                     + pack_header({"ver": GSE_VERSION, "type": GSEType.PROBE.value,
+                                    "src_node": self.src_node, "port": i, "ttl": 1,
+                                    "seq": pseq}))
+            frame += [0] * (nbeats * B - len(frame))
+            frame = [Const(b, 8) if isinstance(b, int) else b for b in frame]
+            m.d.comb += [p.valid.eq(busy), p.payload.user.eq(0),
+                         p.payload.last.eq(beat == nbeats - 1)]
+            with m.Switch(beat):
+                for k in range(nbeats):
+                    with m.Case(k):
+                        m.d.comb += p.payload.data.eq(Cat(*frame[k * B:(k + 1) * B]))
+                        nvalid = min(B, CONTROL_FRAME_BYTES - k * B)
+                        m.d.comb += p.payload.keep.eq((1 << nvalid) - 1)
+            with m.If(p.valid & p.ready):
+                with m.If(beat == nbeats - 1):
+                    m.d.sync += [busy.eq(0), pseq.eq(pseq + 1),
+                                 self.stat_probes_sent[i].eq(self.stat_probes_sent[i] + 1)]
+                    with m.If(tick):
+                        m.d.sync += pend.eq(1)
+                with m.Else():
+                    m.d.sync += beat.eq(beat + 1)
+
+            # ---- receive / health ----------------------------------------------------
+            seen = Signal(name=f"seen{i}")      # a probe arrived in this interval
+            miss = Signal(cbits, name=f"miss{i}")
+            good = Signal(cbits, name=f"good{i}")
+            h = self.healthy[i]
+            with m.If(self.probe_rx[i]):
+                m.d.sync += self.stat_probes_rcvd[i].eq(self.stat_probes_rcvd[i] + 1)
+            with m.If(tick):
+                m.d.sync += seen.eq(self.probe_rx[i])
+                with m.If(seen | self.probe_rx[i]):
+                    m.d.sync += [miss.eq(0), good.eq(Mux(good == self.rejoin, good, good + 1))]
+                with m.Else():
+                    m.d.sync += [good.eq(0), miss.eq(Mux(miss == self.miss_limit, miss, miss + 1)),
+                                 self.stat_probes_missed[i].eq(self.stat_probes_missed[i] + 1)]
+            with m.Elif(self.probe_rx[i]):
+                m.d.sync += seen.eq(1)
+            # health decision from the registered counters
+            with m.If(h):
+                with m.If(~link_up[i] | (miss >= self.miss_limit)):
+                    m.d.sync += [h.eq(0),
+                                 self.stat_down_events[i].eq(self.stat_down_events[i] + 1)]
+            with m.Else():
+                with m.If(link_up[i] & (good >= self.rejoin)):
+                    m.d.sync += h.eq(1)
+            with m.If(~link_up[i]):
+                m.d.sync += good.eq(0)
+        return m
+
+
+EXPORTS = [
+    BlockSpec(
+        name="link_monitor", module="gse_link_monitor", factory=LinkMonitor,
+        params={"data_width": 64, "links": 4, "interval": 1024, "miss_limit": 3, "rejoin": 2},
+        description="Fabric link health: PROBE keep-alives per link, healthy mask after K "
+                    "missed probes or link down, rejoin after M good probes",
+    ),
+]

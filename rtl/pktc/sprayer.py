@@ -1,0 +1,351 @@
+"""PKTC container sprayer of the source leaf: whole containers over healthy uplinks.
+
+A container (whole GSE-tagged DATA packets released by one grant) arrives on
+``s_axis`` with one ``s_meta`` descriptor per packet. The sprayer rewrites the GSE
+header of each packet in place (FIRST/LAST flags, container ``seq``, ``len``,
+``dgsq``, ``ttl``, ``dst_node``) and sends every packet of the container on one uplink, chosen
+among the healthy ones when the container starts.
+
+Interface
+---------
+* ``s_axis`` (in, AXI-Stream): tagged DATA packets (GSE header at frame bytes
+  14..31). ``tuser`` is passed through.
+* ``s_meta`` (in, valid/ready, one per packet of ``s_axis``, consumed with the
+  packet's first beat): ``dst_node`` (16; only its low ``log2(nodes)`` bits
+  index the seq table: destinations that differ only above them share a seq
+  counter), ``dgsq`` (16), ``ttl`` (8), ``len`` (16, the original frame length),
+  ``last`` (1: last packet of its container). ``dst_node``/``dgsq``/``ttl`` of the
+  first packet of a container count for the whole container (all three are
+  stamped into every packet of it).
+* ``s_ctrl`` (in, AXI-Stream): REQUEST/GRANT frames, sent unchanged with strict
+  priority over data at every packet boundary (also inside a container: a
+  control frame is no part of it and may take another uplink). Never splits a packet.
+* ``m_axis_0 .. m_axis_{U-1}`` (out, AXI-Stream): the uplinks.
+* ``healthy`` (in, U bits): uplinks allowed for new containers/control frames
+  (from :class:`~opengse.rtl.pktc.link_monitor.LinkMonitor`). A link leaving the set is
+  not chosen for a container that starts 2 (round-robin) or 1 + log2(U)
+  (least-loaded) or more clocks later; a container
+  already started on it finishes there (containers never split).
+* ``src_node`` is not an input: the tagger stamped it, and one sprayer serves one
+  source node, so the seq table is indexed by ``dst_node`` alone.
+* ``stat_containers_<i>``, ``stat_bytes_<i>`` (out, 32-bit per uplink),
+  ``stat_ctrl`` (control frames sent), ``stat_stall_no_uplink`` (clocks a ready
+  container/control frame waited because no uplink was healthy).
+
+Parameters
+----------
+``data_width`` (64), ``uplinks`` U (2..16), ``nodes`` (seq table depth, power of
+two), ``policy`` (0 round-robin over healthy uplinks; 1 least-loaded: fewest bytes
+sent, among healthy uplinks; a link that rejoins starts at the current minimum).
+
+Timing
+------
+1 beat per clock, no bubble between packets or containers (registered output
+stage, ``s_axis_tready`` = the chosen uplink's ready or an empty output register).
+A container can start once its first ``s_meta`` has been valid for one clock
+(seq table read); with ``s_meta`` presented ahead (it is consumed at each packet's
+first beat, so the next descriptor is visible during the current packet) that
+costs nothing. After reset the seq table is cleared (``nodes`` clocks) before the
+first container starts. The uplink choice is a register computed every clock from
+the healthy set and the round-robin pointer / byte loads, so it is up to 2 clocks
+(round-robin) or 1 + log2(U) clocks (least-loaded: the argmin tree has a register
+per level) stale; containers are longer than that.
+"""
+from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..catalog import BlockSpec
+from ..header.gse_header import ETH_HEADER_BYTES, GSE_FIELDS, GSEFlags, pack_header
+from ..lib.stream import AXIStreamSignature, check_data_width
+
+__all__ = ["ContainerSprayer", "SprayMetaLayout", "EXPORTS"]
+
+SprayMetaLayout = data.StructLayout({
+    "dst_node": 16, "dgsq": 16, "ttl": 8, "len": 16, "last": 1,
+})
+
+STAMPED = ("flags", "dst_node", "ttl", "seq", "len", "dgsq")
+LOAD_BITS = 20          # least-loaded byte counters (relative: renormalised)
+LOAD_NORM = 1 << 18
+
+
+class SeqTable(Elaboratable):
+    """Next container seq per destination node: one block RAM, registered read."""
+
+    def __init__(self, nodes):
+        self.nodes = nodes
+        abits = max(1, (nodes - 1).bit_length())
+        self.raddr = Signal(abits)
+        self.rdata = Signal(16)
+        self.wen = Signal()
+        self.waddr = Signal(abits)
+        self.wdata = Signal(16)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.mem = mem = Memory(shape=unsigned(16), depth=self.nodes, init=[])
+        rp = mem.read_port()
+        wp = mem.write_port()
+        m.d.comb += [rp.addr.eq(self.raddr), self.rdata.eq(rp.data),
+                     wp.en.eq(self.wen), wp.addr.eq(self.waddr), wp.data.eq(self.wdata)]
+        return m
+
+
+class ContainerSprayer(wiring.Component):
+    def __init__(self, data_width=64, uplinks=4, nodes=16, policy=0):
+        check_data_width(data_width)
+        if not 2 <= uplinks <= 16:
+            raise ValueError("uplinks must be 2..16")
+        if nodes < 2 or nodes & (nodes - 1) or nodes > 65536:
+            raise ValueError("nodes must be a power of two, 2..65536")
+        if policy not in (0, 1):
+            raise ValueError("policy: 0 round-robin, 1 least-loaded")
+        self.data_width, self.uplinks, self.nodes, self.policy = data_width, uplinks, nodes, policy
+        super().__init__({
+            "s_axis": In(AXIStreamSignature(data_width)),
+            "s_meta": In(stream.Signature(SprayMetaLayout)),
+            "s_ctrl": In(AXIStreamSignature(data_width)),
+            "m_axis": Out(AXIStreamSignature(data_width)).array(uplinks),
+            "healthy": In(uplinks),
+            "stat_containers": Out(32).array(uplinks),
+            "stat_bytes": Out(32).array(uplinks),
+            "stat_ctrl": Out(32),
+            "stat_stall_no_uplink": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        U, B = self.uplinks, self.data_width // 8
+        ubits = max(1, (U - 1).bit_length())
+
+        # ---- uplink choice, registered every clock from the current state -------------
+        healthy = Signal(U)
+        m.d.sync += healthy.eq(self.healthy)
+        healthy_prev = Signal(U)
+        m.d.sync += healthy_prev.eq(healthy)
+        choice = Signal(ubits)
+        choice_ok = Signal()
+        last_pick = Signal(ubits)
+        load = [Signal(LOAD_BITS, name=f"load{i}") for i in range(U)]
+        if self.policy == 0:
+            nxt, nxt_ok = Signal(ubits), Signal()
+            with m.Switch(last_pick):
+                for r in range(U):
+                    with m.Case(r):
+                        for k in reversed(range(U)):
+                            idx = (r + 1 + k) % U
+                            with m.If(healthy[idx]):
+                                m.d.comb += [nxt.eq(idx), nxt_ok.eq(1)]
+            m.d.sync += [choice.eq(nxt), choice_ok.eq(nxt_ok)]
+        else:
+            # argmin tree over healthy uplinks (ties: lower index), one register per
+            # level: the choice is log2(U) clocks old, far less than a container
+            level = [(Const(i, ubits), load[i], healthy[i]) for i in range(U)]
+            depth = 0
+            while len(level) > 1:
+                nl = []
+                for j in range(0, len(level), 2):
+                    (ia, la, ha) = level[j]
+                    i_o, l_o, h_o = Signal(ubits), Signal(LOAD_BITS), Signal()
+                    if j + 1 == len(level):
+                        m.d.sync += [i_o.eq(ia), l_o.eq(la), h_o.eq(ha)]
+                    else:
+                        (ib, lb, hb) = level[j + 1]
+                        take_b = hb & (~ha | (lb < la))
+                        m.d.sync += [i_o.eq(Mux(take_b, ib, ia)), l_o.eq(Mux(take_b, lb, la)),
+                                     h_o.eq(ha | hb)]
+                    nl.append((i_o, l_o, h_o))
+                level = nl
+                depth += 1
+            m.d.comb += [choice.eq(level[0][0]), choice_ok.eq(level[0][2])]
+        min_load = Signal(LOAD_BITS)
+        m.d.comb += min_load.eq(Cat(*load).word_select(choice, LOAD_BITS))
+
+        # ---- seq table ------------------------------------------------------------------
+        m.submodules.seq_table = st = SeqTable(self.nodes)
+        nbits = len(st.raddr)
+        meta = self.s_meta
+        m.d.comb += st.raddr.eq(meta.payload.dst_node[:nbits])
+        # After reset the table is cleared (one entry per clock) before the first
+        # container starts, so that seq restarts at 0 together with the reorder buffers.
+        clearing = Signal(init=1)
+        clear_addr = Signal(nbits)
+        with m.If(clearing):
+            m.d.comb += [st.wen.eq(1), st.waddr.eq(clear_addr), st.wdata.eq(0)]
+            m.d.sync += clear_addr.eq(clear_addr + 1)
+            with m.If(clear_addr == self.nodes - 1):
+                m.d.sync += clearing.eq(0)
+        meta_seen = Signal()        # the table output matches the head descriptor
+        # ---- packet/container state ----------------------------------------------------------
+        in_pkt = Signal()           # inside a packet (data or control)
+        pkt_ctrl = Signal()         # the packet in progress is a control frame
+        in_cont = Signal()          # inside a container (between its first and last packet)
+        cont_up = Signal(ubits)     # the container's uplink
+        pkt_up = Signal(ubits)      # the current packet's uplink
+        beat = Signal(range((ETH_HEADER_BYTES + 18 + B - 1) // B + 1))   # beat index, saturating
+        nhdr_beats = (ETH_HEADER_BYTES + 18 + B - 1) // B
+        f_first, f_last = Signal(), Signal()
+        f_seq, f_len, f_dgsq, f_ttl = Signal(16), Signal(16), Signal(16), Signal(8)
+        c_seq, c_dgsq, c_ttl, c_dst = Signal(16), Signal(16), Signal(8), Signal(16)
+        f_dst = Signal(16)
+
+        # output register per uplink (one valid at a time), shared payload
+        o_valid = Signal(U)
+        o_data = Signal(self.data_width)
+        o_keep = Signal(B)
+        o_last = Signal()
+        o_user = Signal()
+        for i in range(U):
+            mi = self.m_axis[i]
+            m.d.comb += [mi.valid.eq(o_valid[i]), mi.payload.data.eq(o_data),
+                         mi.payload.keep.eq(o_keep), mi.payload.last.eq(o_last),
+                         mi.payload.user.eq(o_user)]
+        out_ready = Cat(self.m_axis[i].ready for i in range(U))
+        # the output register can take a beat for uplink u
+        free = Signal()
+        m.d.comb += free.eq(~o_valid.any() | (o_valid & out_ready).any())
+        with m.If((o_valid & out_ready).any()):
+            m.d.sync += o_valid.eq(0)
+
+        s, c = self.s_axis, self.s_ctrl
+        start_ctrl = Signal()
+        start_data = Signal()
+        with m.If(~in_pkt & free):
+            with m.If(c.valid & choice_ok):
+                m.d.comb += start_ctrl.eq(1)
+            with m.Elif(s.valid & meta.valid & (in_cont | (meta_seen & choice_ok & ~clearing))):
+                m.d.comb += start_data.eq(1)
+        with m.If(~in_pkt & ((c.valid | (s.valid & meta.valid & ~in_cont)) & ~choice_ok)):
+            m.d.sync += self.stat_stall_no_uplink.eq(self.stat_stall_no_uplink + 1)
+        # meta_seen: the head descriptor has been there for a clock, so the seq table
+        # output belongs to it (consumption makes the next one the head).
+        m.d.sync += meta_seen.eq(meta.valid & ~(meta.ready))
+
+        cont_start = Signal()    # a container starts (on `choice`)
+        take_data = Signal()     # a data beat moves to the output register
+        take_ctrl = Signal()
+        m.d.comb += [
+            take_data.eq(free & s.valid & ((in_pkt & ~pkt_ctrl) | start_data)),
+            take_ctrl.eq(free & c.valid & ((in_pkt & pkt_ctrl) | start_ctrl)),
+            s.ready.eq(free & ((in_pkt & ~pkt_ctrl) | start_data)),
+            c.ready.eq(free & ((in_pkt & pkt_ctrl) | start_ctrl)),
+            meta.ready.eq(start_data),
+        ]
+
+        up_now = Signal(ubits)
+        with m.If(start_ctrl):
+            m.d.comb += up_now.eq(choice)
+        with m.Elif(start_data):
+            m.d.comb += up_now.eq(Mux(in_cont, cont_up, choice))
+        with m.Else():
+            m.d.comb += up_now.eq(pkt_up)
+
+        # Header field values of the packet starting now (first beat) / in progress.
+        new_first = ~in_cont
+        cur_first = Mux(start_data, new_first, f_first)
+        cur_last = Mux(start_data, meta.payload.last, f_last)
+        cur_seq = Mux(start_data, Mux(new_first, st.rdata, c_seq), f_seq)
+        cur_len = Mux(start_data, meta.payload.len, f_len)
+        cur_dgsq = Mux(start_data, Mux(new_first, meta.payload.dgsq, c_dgsq), f_dgsq)
+        cur_dst = Mux(start_data, Mux(new_first, meta.payload.dst_node, c_dst), f_dst)
+        cur_ttl = Mux(start_data, Mux(new_first, meta.payload.ttl, c_ttl), f_ttl)
+        with m.If(start_data):
+            m.d.sync += [f_first.eq(new_first), f_last.eq(meta.payload.last), f_seq.eq(cur_seq),
+                         f_len.eq(cur_len), f_dgsq.eq(cur_dgsq), f_ttl.eq(cur_ttl),
+                         f_dst.eq(cur_dst)]
+            with m.If(new_first):
+                m.d.sync += [c_seq.eq(st.rdata), c_dgsq.eq(meta.payload.dgsq),
+                             c_dst.eq(meta.payload.dst_node),
+                             c_ttl.eq(meta.payload.ttl), cont_up.eq(choice), last_pick.eq(choice),
+                             in_cont.eq(1)]
+                m.d.comb += [st.wen.eq(1), st.waddr.eq(meta.payload.dst_node[:nbits]),
+                             st.wdata.eq(st.rdata + 1)]
+                m.d.comb += cont_start.eq(1)
+
+        # In-place rewrite of the stamped header fields (bytes from pack_header).
+        bcur = beat
+        cur_beat = Mux(start_data | start_ctrl, 0, bcur)
+        in_flags = Signal(8)
+        wire = pack_header({"flags": Cat(cur_first, cur_last, in_flags[2], Const(0, 5)),
+                            "dst_node": cur_dst, "ttl": cur_ttl, "seq": cur_seq, "len": cur_len,
+                            "dgsq": cur_dgsq})
+        stamped_bytes = set()
+        for name, off, n, _lsb, _w in GSE_FIELDS:
+            if name in STAMPED:
+                stamped_bytes.update(range(off, off + n))
+        flags_off = [f[1] for f in GSE_FIELDS if f[0] == "flags"][0]
+        fb = ETH_HEADER_BYTES + flags_off
+        m.d.comb += in_flags.eq(s.payload.data[8 * (fb % B):8 * (fb % B) + 8])
+        # per byte lane: the input byte, or on the beat carrying a stamped header
+        # byte in that lane, the stamp
+        lanes = []
+        for lane in range(B):
+            byte = s.payload.data[8 * lane:8 * lane + 8]
+            for k in sorted(stamped_bytes):
+                fbyte = ETH_HEADER_BYTES + k
+                if fbyte % B == lane:
+                    byte = Mux(cur_beat == fbyte // B, wire[k], byte)
+            lanes.append(byte)
+        out_data = Cat(*lanes)
+        assert GSEFlags.FIRST.value == 1 and GSEFlags.LAST.value == 2 and GSEFlags.CE.value == 4
+
+        with m.If(take_data | take_ctrl):
+            m.d.sync += [
+                o_valid.eq(1 << up_now),
+                o_data.eq(Mux(take_ctrl, c.payload.data, out_data)),
+                o_keep.eq(Mux(take_ctrl, c.payload.keep, s.payload.keep)),
+                o_last.eq(Mux(take_ctrl, c.payload.last, s.payload.last)),
+                o_user.eq(Mux(take_ctrl, c.payload.user[0], s.payload.user[0])),
+                pkt_up.eq(up_now),
+            ]
+            last_beat = Mux(take_ctrl, c.payload.last, s.payload.last)
+            with m.If(last_beat):
+                m.d.sync += [in_pkt.eq(0), beat.eq(0)]
+                with m.If(take_ctrl):
+                    m.d.sync += self.stat_ctrl.eq(self.stat_ctrl + 1)
+                with m.Elif(cur_last):
+                    m.d.sync += in_cont.eq(0)
+            with m.Else():
+                m.d.sync += [in_pkt.eq(1), pkt_ctrl.eq(take_ctrl)]
+                with m.If(cur_beat != nhdr_beats):
+                    m.d.sync += beat.eq(cur_beat + 1)
+
+        # Accounting (counters, least-loaded byte loads) one clock behind, from
+        # registers: keeps the uplinks' tready off the adders' paths.
+        nbytes = Signal(range(B + 1))
+        keep = Mux(take_ctrl, c.payload.keep, s.payload.keep)
+        m.d.comb += nbytes.eq(sum(keep[k] for k in range(B)))
+        acc_v, acc_data, acc_up, acc_n = Signal(), Signal(), Signal(ubits), Signal(range(B + 1))
+        acc_cont, acc_cont_up = Signal(), Signal(ubits)
+        m.d.sync += [acc_v.eq(take_data | take_ctrl), acc_data.eq(take_data), acc_up.eq(up_now),
+                     acc_n.eq(nbytes), acc_cont.eq(cont_start), acc_cont_up.eq(choice)]
+        for i in range(U):
+            with m.If(acc_v & (acc_up == i)):
+                m.d.sync += self.stat_bytes[i].eq(self.stat_bytes[i] + acc_n)
+            with m.If(acc_cont & (acc_cont_up == i)):
+                m.d.sync += self.stat_containers[i].eq(self.stat_containers[i] + 1)
+        norm = Signal()
+        m.d.sync += norm.eq(~norm & choice_ok & (min_load >= LOAD_NORM))   # every other clock at most
+        for i in range(U):
+            inc = Mux(acc_data & (acc_up == i), acc_n, 0)
+            with m.If(healthy[i] & ~healthy_prev[i]):
+                m.d.sync += load[i].eq(min_load)       # a rejoining link starts level
+            with m.Else():
+                dec = Mux(norm, Mux(load[i] >= LOAD_NORM, LOAD_NORM, load[i]), 0)
+                m.d.sync += load[i].eq(load[i] + inc - dec)
+        return m
+
+
+EXPORTS = [
+    BlockSpec(
+        name="sprayer", module="gse_container_sprayer", factory=ContainerSprayer,
+        params={"data_width": 64, "uplinks": 4, "nodes": 16, "policy": 0},
+        description="PKTC container sprayer: stamps FIRST/LAST/seq/len/dgsq/ttl and sends each "
+                    "container whole on one healthy uplink (round-robin or least-loaded); "
+                    "control frames with strict priority",
+        keep_modules=lambda **p: {"seq_table": "gse_sprayer_seq_table"},
+        aliases=("pktc",),
+    ),
+]

@@ -1,0 +1,190 @@
+"""Every catalog block exports lint-clean Verilog with a manifest that matches it, and
+its kept memory modules have fixed, readable port names (an ASIC team swaps them for
+SRAM macros behind a wrapper with exactly these ports)."""
+import json
+import re
+
+import pytest
+from amaranth.hdl import Elaboratable, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from opengse.rtl.catalog import blocks
+from opengse.platforms.export import write_export
+from opengse.rtl.header.gse_header import GSE_FIELDS
+from opengse.platforms.lint import lint
+
+SPECS = sorted({spec.name: spec for spec in blocks().values()}.values(), key=lambda s: s.name)
+
+#: Kept modules built from rtl/voq_ram.py's VOQRam (one write port, n read ports).
+VOQ_RAMS = {"gse_voq_cell_ram", "gse_voq_link_ram", "gse_voq_qhead_ram", "gse_voq_qtail_ram",
+            "gse_voq_qcnt_ram", "gse_voq_pkt_ram", "gse_voq_queue_drop_ram",
+            "gse_voq_tenant_drop_ram", "gse_grant_slot_ram_g", "gse_grant_slot_ram_e",
+            "gse_dgsq_ctx_ram"}
+#: The other kept memories: their exact ports (name: direction).
+OTHER_RAMS = {
+    "gse_reorder_ram": {"w_en": "input", "w_addr": "input", "w_data": "input",
+                        "r_en": "input", "r_addr": "input", "r_data": "output"},
+    "gse_sprayer_seq_table": {"raddr": "input", "rdata": "output", "wen": "input",
+                              "waddr": "input", "wdata": "input"},
+}
+
+
+def verilog_ports(text, module):
+    """{name: (direction, width)} of ``module`` in ``text``."""
+    body = text[text.index(f"module {module}("):]
+    body = body[:body.index("endmodule")]
+    # Yosys writes $pmux cells as functions, whose own `input` lines are not ports.
+    body = re.sub(r"^\s*function\b.*?^\s*endfunction\b", "", body, flags=re.M | re.S)
+    ports = {}
+    for direction, rng, name in re.findall(r"^\s*(input|output)\s+(\[\d+:\d+\]\s+)?(\w+);", body, re.M):
+        width = 1
+        if rng:
+            hi, lo = map(int, re.findall(r"\d+", rng))
+            width = hi - lo + 1
+        ports[name] = (direction, width)
+    return ports
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.name for s in SPECS])
+def test_export_lint_and_manifest(spec, tmp_path):
+    params = dict(spec.params)
+    v_path, j_path = write_export(spec.build(**params), spec.module, params, tmp_path,
+                                  description=spec.description,
+                                  keep_modules=spec.kept_modules(**params))
+    ok, out = lint([v_path], spec.module)
+    assert ok, out
+    text = v_path.read_text()
+    doc = json.loads(j_path.read_text())
+    assert doc["module"] == spec.module
+    assert doc["parameters"] == params
+    assert doc["clocks"][0]["name"] == "clk" and doc["clocks"][0]["reset"] == "rst"
+    in_verilog = verilog_ports(text, spec.module)
+    in_manifest = {p["name"]: (p["direction"], p["width"]) for p in doc["ports"]}
+    assert in_manifest == in_verilog
+    grouped = {name for i in doc["interfaces"] for name in i["ports"].values()}
+    assert grouped == set(in_manifest) - {"clk", "rst"}
+    kept = {}
+    for sub in doc["submodules"]:
+        assert re.search(rf"^module {sub['module']}\(", text, re.M), f"{sub['module']} missing"
+        in_verilog = verilog_ports(text, sub["module"])
+        assert in_verilog == {p["name"]: (p["direction"], p["width"]) for p in sub["ports"]}
+        kept[sub["module"]] = in_verilog
+    check_kept_modules(spec, params, text, kept)
+    assert "initial" not in text, "registers must not rely on initial values"
+
+
+def test_parser_has_brief_names(tmp_path):
+    spec = blocks()["parser"]
+    v_path, _ = write_export(spec.build(data_width=64, strip=1), spec.module, {}, tmp_path)
+    ports = verilog_ports(v_path.read_text(), spec.module)
+    for side in ("s_axis", "m_axis"):
+        for sig in ("tdata", "tkeep", "tvalid", "tready", "tlast", "tuser"):
+            assert f"{side}_{sig}" in ports
+    assert ports["s_axis_tdata"] == ("input", 64) and ports["s_axis_tkeep"] == ("input", 8)
+    assert ports["m_hdr_valid"][0] == "output" and ports["m_hdr_ready"][0] == "input"
+    for name, _off, _n, _lsb, width in GSE_FIELDS:
+        assert ports[f"m_hdr_{name}"] == ("output", width)
+    assert set(ports) >= {"clk", "rst"}
+
+
+def expected_kept_ports(module, ports):
+    """{name: direction} a kept module must have (``ports``: what it has, for the
+    number of read ports of a VOQRam)."""
+    expected = {"clk": "input", "rst": "input"}
+    if module in VOQ_RAMS:
+        n_read = sum(1 for name in ports if re.fullmatch(r"r\d+_data", name))
+        assert n_read >= 1, f"{module}: no read port"
+        expected.update({"w_en": "input", "w_addr": "input", "w_data": "input"})
+        for i in range(n_read):
+            expected.update({f"r{i}_addr": "input", f"r{i}_data": "output"})
+    else:
+        assert module in OTHER_RAMS, f"new kept module {module}: list its ports in this test"
+        expected.update(OTHER_RAMS[module])
+    return expected
+
+
+def export_kept(spec, params, out_dir):
+    """({kept module: its Verilog ports}, Verilog text); checks them against the manifest."""
+    v_path, j_path = write_export(spec.build(**params), spec.module, params, out_dir,
+                                  keep_modules=spec.kept_modules(**params))
+    text, doc = v_path.read_text(), json.loads(j_path.read_text())
+    kept = {}
+    for sub in doc["submodules"]:
+        in_verilog = verilog_ports(text, sub["module"])
+        in_manifest = {p["name"]: (p["direction"], p["width"]) for p in sub["ports"]}
+        assert in_verilog == in_manifest, sub["module"]
+        kept[sub["module"]] = in_verilog
+    return kept, text
+
+
+def check_kept_modules(spec, params, text, kept):
+    """The kept modules are exactly the block's, with readable, expected port names."""
+    assert set(kept) == set((spec.kept_modules(**params) or {}).values())
+    for module, ports in kept.items():
+        header = re.search(rf"^module {module}\((.*?)\);", text, re.M | re.S).group(1)
+        assert "$" not in header and "port" not in header and "__" not in header, header
+        for name in ports:
+            assert re.fullmatch(r"[a-z][a-z0-9_]*", name), f"{module}: port {name!r}"
+        assert {n: d for n, (d, _w) in ports.items()} == expected_kept_ports(module, ports)
+        # The parent instantiates it by its fixed name.
+        assert re.search(rf"^\s*{module} \S+\s+\(", text, re.M), f"no instance of {module}"
+
+
+def test_kept_ports_stable_across_parameters_and_runs(tmp_path):
+    """Names do not depend on the parameters (widths do), nor on the run."""
+    spec = blocks()["voq"]
+    small = dict(spec.params, buffer_bytes=4096, cell_bytes=64, queues=8, tenants=4,
+                 queue_limit_cells=32, tenant_reserved_cells=4, tenant_limit_cells=40)
+    default, text = export_kept(spec, dict(spec.params), tmp_path / "a")
+    again, text_again = export_kept(spec, dict(spec.params), tmp_path / "b")
+    other, _ = export_kept(spec, small, tmp_path / "c")
+    assert text_again == text
+    assert {m: list(p) for m, p in other.items()} == {m: list(p) for m, p in default.items()}
+    assert other["gse_voq_cell_ram"]["w_addr"][1] < default["gse_voq_cell_ram"]["w_addr"][1]
+
+
+class _Inner(Elaboratable):
+    """A plain Elaboratable kept module: ports are its public signals."""
+
+    def __init__(self):
+        self.a = Signal(8)
+        self.y = Signal(8)
+        self._hidden = Signal(8)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += [self.y.eq(self.a), self._hidden.eq(self.a + 1)]
+        return m
+
+
+class _Outer(wiring.Component):
+    a: In(8)
+    y: Out(8)
+
+    def __init__(self, leak=False):
+        self.leak = leak
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = inner = _Inner()
+        m.d.comb += [inner.a.eq(self.a), self.y.eq(inner._hidden if self.leak else inner.y)]
+        return m
+
+
+def test_kept_plain_elaboratable(tmp_path):
+    v_path, j_path = write_export(_Outer(), "outer", {}, tmp_path,
+                                  keep_modules={"inner": "inner_mod"})
+    ok, out = lint([v_path], "outer")
+    assert ok, out
+    ports = verilog_ports(v_path.read_text(), "inner_mod")
+    assert ports == {"clk": ("input", 1), "rst": ("input", 1), "a": ("input", 8),
+                     "y": ("output", 8)}
+    sub, = json.loads(j_path.read_text())["submodules"]
+    assert (sub["module"], sub["path"]) == ("inner_mod", "inner")
+    with pytest.raises(ValueError, match="outside its interface: _hidden"):
+        write_export(_Outer(leak=True), "outer", {}, tmp_path / "leak",
+                     keep_modules={"inner": "inner_mod"})
+    with pytest.raises(ValueError, match="no submodule 'nope'"):
+        write_export(_Outer(), "outer", {}, tmp_path / "bad", keep_modules={"nope": "x"})
