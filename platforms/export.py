@@ -23,6 +23,7 @@ from the Verilog: every register is set by the synchronous reset ``rst``.
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from amaranth.back import rtlil
 from amaranth.hdl import (ClockDomain, ClockSignal, Elaboratable, Fragment, Instance, Module,
@@ -35,7 +36,10 @@ from amaranth._toolchain.yosys import find_yosys
 
 from opengse.rtl.lib.stream import is_axis
 
-__all__ = ["port_map", "export_verilog", "kept_modules", "manifest", "write_export"]
+__all__ = ["port_map", "export_verilog", "kept_modules", "manifest", "write_export", "WAIVERS"]
+
+#: Verilator waivers for exported Verilog, written beside every export as ``<module>.vlt``.
+WAIVERS = Path(__file__).resolve().parent / "verilator_waivers.vlt"
 
 
 def _leaves(prefix, shape, value):
@@ -155,7 +159,25 @@ def _run_yosys(ils, name):
                "write_verilog -norename -noattr"]
     yosys = find_yosys(lambda ver: ver >= (0, 40))
     verilog = yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
-    return _strip_memory_zero_init(verilog)
+    return _plain_function_names(_strip_memory_zero_init(verilog))
+
+
+def _plain_function_names(verilog):
+    # Yosys writes each multi-way mux as a Verilog function named after its cell
+    # (`\$flatten\core.$procmux$21`); Icarus Verilog takes a call to a name that starts
+    # with `$` for a system function and stops. Give each such function a plain,
+    # deterministic name (numbered in order of declaration, per module).
+    out, start = [], 0
+    for mod in re.finditer(r"^module .*?^endmodule\n", verilog, flags=re.M | re.S):
+        text = mod.group(0)
+        names = re.findall(r"^  function (?:\[[^\]]*\] )?(\\\$\S+) ;$", text, flags=re.M)
+        for k, name in enumerate(names):
+            text = re.sub(re.escape(name) + r"(?=\s)", f"gse_mux_{k}", text)
+        out.append(verilog[start:mod.start()])
+        out.append(text)
+        start = mod.end()
+    out.append(verilog[start:])
+    return "".join(out)
 
 
 def _port_ids_from_one(il):
@@ -406,14 +428,18 @@ def manifest(component, name, parameters, *, description="", keep_modules=None, 
 
 
 def write_export(component, name, parameters, out_dir, *, description="", keep_modules=None):
-    """Write ``out_dir/<name>.v`` and ``out_dir/<name>.json``; return both paths."""
-    from pathlib import Path
+    """Write ``out_dir/<name>.v``, ``out_dir/<name>.json`` (the manifest) and
+    ``out_dir/<name>.vlt`` (Verilator lint waivers); return the first two paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     v_path = out_dir / f"{name}.v"
     j_path = out_dir / f"{name}.json"
     verilog, kept = _export(component, name, keep_modules)
     doc = manifest(component, name, parameters, description=description, kept=kept)
+    # The lint waivers travel with the Verilog (each one is justified in the file).
+    w_path = out_dir / f"{name}.vlt"
+    doc["verilator_waivers"] = w_path.name
+    _write_if_changed(w_path, WAIVERS.read_text())
     _write_if_changed(v_path, verilog)
     _write_if_changed(j_path, json.dumps(doc, indent=2) + "\n")
     return v_path, j_path
