@@ -34,9 +34,11 @@ from amaranth.hdl._mem import MemoryInstance
 from amaranth.lib import data, stream, wiring
 from amaranth._toolchain.yosys import find_yosys
 
+from opengse.rtl.lib.sram import SRAM
 from opengse.rtl.lib.stream import is_axis
 
-__all__ = ["port_map", "export_verilog", "kept_modules", "manifest", "write_export", "WAIVERS"]
+__all__ = ["port_map", "export_verilog", "kept_modules", "sram_modules", "manifest",
+           "write_export", "WAIVERS"]
 
 #: Verilator waivers for exported Verilog, written beside every export as ``<module>.vlt``.
 WAIVERS = Path(__file__).resolve().parent / "verilator_waivers.vlt"
@@ -123,13 +125,38 @@ def export_verilog(component, name, *, keep_modules=None):
     return _export(component, name, keep_modules)[0]
 
 
+def sram_modules(fragment):
+    """``{hierarchy path: module name}`` of every :class:`~opengse.rtl.lib.sram.SRAM` in
+    an elaborated design (the fragment of a :class:`_Flat` top): the memories that are
+    kept as modules of their own, found where they are instantiated."""
+    found = {}
+
+    def walk(frag, path):
+        for sub, sub_name, _src in frag.subfragments:
+            obj = (sub.origins or (sub,))[0]
+            sub_path = path + (sub_name,)
+            if isinstance(obj, SRAM):
+                found[".".join(sub_path[1:])] = obj.module_name
+            else:
+                walk(sub, sub_path)
+    walk(fragment, ())
+    return found
+
+
+def _keep(fragment, keep_modules):
+    # Every SRAM is kept under its shape's name; ``keep_modules`` may name other
+    # submodules to keep (an SRAM listed there still gets its shape's name).
+    return {**(keep_modules or {}), **sram_modules(fragment)}
+
+
 def _export(component, name, keep_modules):
     top = _Flat(component)
-    if not keep_modules:
-        il = rtlil.convert(top, name=name, ports=top.ports, emit_src=False)
-        return _run_yosys([il], name), []
     fragment = Fragment.get(top, None)
-    kept = _cut_kept(fragment, keep_modules)
+    keep = _keep(fragment, keep_modules)
+    if not keep:
+        il = rtlil.convert_fragment(fragment, top.ports, name, emit_src=False)[0]
+        return _run_yosys([il], name), []
+    kept = _cut_kept(fragment, keep)
     il = rtlil.convert_fragment(fragment, top.ports, name, emit_src=False)[0]
     ils = [il]
     converted = {}
@@ -196,6 +223,7 @@ class KeptModule:
     module: str
     ports: list
     rtlil: str = ""
+    memory: dict = None      # an SRAM's shape, ports and timing (SRAM.describe())
 
     def port_list(self):
         return [{"name": n,
@@ -204,11 +232,10 @@ class KeptModule:
                 for n, v, d in self.ports]
 
 
-def kept_modules(component, keep_modules):
+def kept_modules(component, keep_modules=None):
     """The :class:`KeptModule` list of ``component`` (elaborates it)."""
-    if not keep_modules:
-        return []
-    return _cut_kept(Fragment.get(_Flat(component), None), keep_modules)
+    fragment = Fragment.get(_Flat(component), None)
+    return _cut_kept(fragment, _keep(fragment, keep_modules))
 
 
 def _cut_kept(fragment, keep_modules):
@@ -229,7 +256,8 @@ def _cut_kept(fragment, keep_modules):
             inst_ports.append(("i" if direction == PortDirection.Input else "o", port_name, value))
         parent.subfragments[index] = (Instance(module, *inst_ports), sub_name, src_loc)
         k = KeptModule(path, module, [("clk", None, PortDirection.Input),
-                                      ("rst", None, PortDirection.Input)] + ports)
+                                      ("rst", None, PortDirection.Input)] + ports,
+                       memory=obj.describe() if isinstance(obj, SRAM) else None)
         k.rtlil = _standalone_rtlil(sub, ports, module)
         kept.append(k)
     return kept
@@ -422,7 +450,8 @@ def manifest(component, name, parameters, *, description="", keep_modules=None, 
                     "reset_active": "high", "domain": "sync"}],
         "ports": port_list,
         "interfaces": interfaces,
-        "submodules": [{"module": k.module, "path": k.path, "ports": k.port_list()}
+        "submodules": [{"module": k.module, "path": k.path, "ports": k.port_list(),
+                        **({"memory": k.memory} if k.memory else {})}
                        for k in sorted(kept, key=lambda k: (k.module, k.path))],
     }
 
