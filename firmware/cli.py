@@ -92,6 +92,35 @@ def _get(name):
 
 
 def cmd_export(args):
+    if args.all:
+        if args.block or args.param:
+            raise CLIError("--all exports every block from the configuration: give no BLOCK "
+                           "and no -p (put parameters in the configuration's [blocks.NAME])")
+        from opengse.platforms.export_all import ConfigError, export_all, load_config
+        try:
+            cfg, overrides = load_config(args.config)
+            index = export_all(args.output, cfg, overrides)
+        except ConfigError as exc:
+            raise CLIError(str(exc)) from None
+        if args.lint:
+            from pathlib import Path
+            from opengse.platforms.lint import lint as run_lint
+            out = Path(args.output)
+            status = 0
+            for m in index["modules"]:
+                mems = [out / index["memories"][n]["file"] for n in index["memories"]
+                        if m["module"] in index["memories"][n]["used_by"]]
+                ok, text = run_lint(mems + [out / m["verilog"]], m["module"])
+                print(f"{m['module']}: verilator --lint-only -Wall: {'clean' if ok else 'WARNINGS'}")
+                if not ok:
+                    print(text)
+                    status = 1
+            return status
+        return 0
+    if args.config:
+        raise CLIError("-c/--config goes with --all")
+    if not args.block:
+        raise CLIError("name a BLOCK to export, or give --all")
     return _export(_get(args.block), _params(args.param), args.output, args.lint)
 
 
@@ -159,8 +188,14 @@ def build_parser():
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sp = sub.add_parser("blocks", help="list the blocks and their parameters")
     sp.set_defaults(func=cmd_blocks)
-    sp = sub.add_parser("export", help="write BLOCK as Verilog plus a JSON manifest")
-    sp.add_argument("block")
+    sp = sub.add_parser("export", help="write BLOCK (or --all blocks) as Verilog plus a "
+                                       "JSON manifest")
+    sp.add_argument("block", nargs="?")
+    sp.add_argument("--all", action="store_true",
+                    help="every block, from one configuration (-c), with a file list, an "
+                         "index and the memories once each (ASIC hand-off)")
+    sp.add_argument("-c", "--config", metavar="TOML",
+                    help="with --all: the configuration ([gse] sizes, [blocks.NAME] parameters)")
     sp.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
                     help="set a parameter (repeatable)")
     sp.add_argument("-o", "--output", required=True, metavar="DIR")
