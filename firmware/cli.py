@@ -183,6 +183,23 @@ def cmd_run(args):
     return status
 
 
+def cmd_report(args):
+    from opengse.platforms.area import format_area, report_area
+    from opengse.platforms.export_all import ConfigError, load_config
+    try:
+        cfg, overrides = load_config(args.config)
+        names = None
+        if args.block:
+            names = [_get(b).name for b in args.block]
+        result = report_area(args.output, cfg, overrides, names=names,
+                             log=(lambda *a: None) if args.json else
+                             (lambda msg: print(msg, file=sys.stderr)))
+    except ConfigError as exc:
+        raise CLIError(str(exc)) from None
+    print(json.dumps(result) if args.json else format_area(result))
+    return 0
+
+
 def build_parser():
     p = _Parser(prog="gse", description="OpenGSE: export, lint and benchmark the GSE switch blocks.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -211,6 +228,15 @@ def build_parser():
     sp.add_argument("--pnr-timeout", type=int, default=None, metavar="SECONDS",
                     help="bound each place-and-route run (default: none)")
     sp.set_defaults(func=cmd_bench)
+    sp = sub.add_parser("report", help="reports for ASIC teams: `gse report area`")
+    sp.add_argument("what", choices=["area"], help="area: generic gate counts per block")
+    sp.add_argument("-c", "--config", metavar="TOML", help="the configuration (as export --all)")
+    sp.add_argument("-b", "--block", action="append", metavar="BLOCK",
+                    help="only this block (repeatable; default: every block)")
+    sp.add_argument("-o", "--output", default="build/area", metavar="DIR",
+                    help="work folder (default: build/area)")
+    sp.add_argument("--json", action="store_true", help="print one JSON object")
+    sp.set_defaults(func=cmd_report)
     sp = sub.add_parser("run", help="the main job: export every block and benchmark each")
     sp.add_argument("-o", "--output", default="build/export", metavar="DIR")
     sp.add_argument("--seeds", default="1",
