@@ -200,6 +200,44 @@ def cmd_report(args):
     return 0
 
 
+def cmd_formal(args):
+    import time
+    from opengse.sim.properties import PROPERTIES, run_property
+    from opengse.sim.runner import BUILD_ROOT
+    names = args.names or list(PROPERTIES)
+    for n in names:
+        if n not in PROPERTIES:
+            raise CLIError(f"unknown property {n!r}; properties: " + ", ".join(PROPERTIES))
+    if args.list:
+        for n in names:
+            s = PROPERTIES[n].summary()
+            print(f"{n:28} {s['block']:14} {s['mode']} depth {s['depth']}: {s['asserts']}")
+            print(f"{'':28} assumes: {s['assumptions']}")
+        return 0
+    rows, status = [], 0
+    for n in names:
+        prop = PROPERTIES[n]
+        if not args.json:
+            print(f"{n}: {prop.mode} depth {prop.depth} ...", file=sys.stderr, flush=True)
+        t0 = time.monotonic()
+        r = run_property(prop, BUILD_ROOT / "formal" / f"gse-{n}", timeout=args.timeout)
+        row = {**prop.summary(), "result": r.status, "seconds": round(time.monotonic() - t0, 1)}
+        if not r.passed:
+            status = 1
+            row["log"] = str(r.workdir)
+        rows.append(row)
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        for row in rows:
+            print(f"{row['result']:7} {row['name']:28} {row['block']:14} {row['mode']:5} "
+                  f"depth {row['depth']:3}  {row['seconds']:7.1f} s  {row['asserts']}")
+            print(f"{'':8}assumes: {row['assumptions']}")
+            if "log" in row:
+                print(f"{'':8}log and trace: {row['log']}")
+    return status
+
+
 def build_parser():
     p = _Parser(prog="gse", description="OpenGSE: export, lint and benchmark the GSE switch blocks.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -237,6 +275,14 @@ def build_parser():
                     help="work folder (default: build/area)")
     sp.add_argument("--json", action="store_true", help="print one JSON object")
     sp.set_defaults(func=cmd_report)
+    sp = sub.add_parser("formal", help="run the blocks' formal properties (yowasp-sby) and "
+                                       "print each with its result, depth and assumptions")
+    sp.add_argument("names", nargs="*", metavar="PROPERTY", help="default: every property")
+    sp.add_argument("--list", action="store_true", help="list them without running")
+    sp.add_argument("--json", action="store_true", help="print one JSON list")
+    sp.add_argument("--timeout", type=int, default=None, metavar="SECONDS",
+                    help="bound each solver run")
+    sp.set_defaults(func=cmd_formal)
     sp = sub.add_parser("run", help="the main job: export every block and benchmark each")
     sp.add_argument("-o", "--output", default="build/export", metavar="DIR")
     sp.add_argument("--seeds", default="1",
