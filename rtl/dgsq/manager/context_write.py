@@ -20,7 +20,7 @@ class ContextWrite(wiring.Component):
     """The event's outcome: the context's next word, the outputs, the effects.
 
     Interface: ``en`` (the engine's WRITE clocks), the event (``kind``, context ``q``,
-    ``fresh``, operands ``op``), the context as read ``c`` and CALC's ``res``, ``now``
+    ``fresh``, operands ``op``, ``pkt_bytes``), the context as read ``c`` and CALC's ``res``, ``now``
     and ``node_id`` in. Out: the manager's ``m_pkt`` (PKT), ``m_rel`` (GRANT or REL
     with credit to release) and ``m_req`` (REQ of a live context without a release
     out); ``done`` (WRITE completes this clock: its output, if any, is taken);
@@ -46,6 +46,7 @@ class ContextWrite(wiring.Component):
             "q": In(qb),
             "fresh": In(1),
             "op": In(operand_layout()),
+            "pkt_bytes": In(16),
             "c": In(context_layout()),
             "res": In(calc_layout(n_ctx)),
             "now": In(16),
@@ -202,7 +203,7 @@ class ContextWrite(wiring.Component):
         r = self.m_req.payload
         m.d.comb += [
             self.m_pkt.payload.qid.eq(self.q),
-            self.m_pkt.payload.bytes.eq(op.pkt_bytes),
+            self.m_pkt.payload.bytes.eq(self.pkt_bytes),
             self.m_rel.payload.queue.eq(self.q),
             self.m_rel.payload.bytes.eq(Mux(kind.grant, res.g_credit, r_next)),
             r.type.eq(GSEType.REQUEST.value),

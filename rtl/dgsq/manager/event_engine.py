@@ -21,7 +21,8 @@ class EventEngine(wiring.Component):
     ACCEPT, ``st_calc``, ``st_write``; one-hot), the event's ``kind``, its context
     ``q`` (with copies ``q_sel`` and ``q_dec`` for its two wide consumers), ``q_next``
     (the context memory's read address: the context of the event being accepted),
-    ``fresh`` (the packet allocated its context) and the registered operands ``op``;
+    ``fresh`` (the packet allocated its context), the registered operands ``op`` and the
+    packet's length ``pkt_bytes``;
     ``inc_alloc``/``inc_pool_full`` for the counters. ``done`` in: WRITE completes.
 
     Priority at ACCEPT: release report, GRANT, packet, control event (a REQUEST from
@@ -61,6 +62,7 @@ class EventEngine(wiring.Component):
             "q_next": Out(qb),
             "fresh": Out(1),
             "op": Out(operand_layout()),
+            "pkt_bytes": Out(16),
             "inc_alloc": Out(1),
             "inc_pool_full": Out(1),
         })
@@ -99,7 +101,7 @@ class EventEngine(wiring.Component):
                 pk = self.s_pkt.payload
                 with m.If(self.pk_hit | self.pk_new):
                     m.d.comb += [self.s_pkt.ready.eq(1), q_next.eq(self.pk_q)]
-                    m.d.sync += [kind.pkt.eq(1), op.pkt_bytes.eq(pk.bytes),
+                    m.d.sync += [kind.pkt.eq(1), self.pkt_bytes.eq(pk.bytes),
                                  op.bytes_nz.eq(pk.bytes != 0),
                                  op.pkt_cu.eq(pk.bytes[LCU:] + pk.bytes[:LCU].any()),
                                  blocked.eq(0), turn.eq(1),

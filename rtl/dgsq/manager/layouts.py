@@ -72,8 +72,7 @@ def event_layout():
 def operand_layout():
     """The event's operands, registered at ACCEPT (only those of its kind are meaningful)."""
     return data.StructLayout({
-        # PKT
-        "pkt_bytes": 16,
+        # PKT (its length is a port of its own: it goes straight to m_pkt)
         # The packet's credit in whole credit units (its length rounded up): the VOQ
         # buffer reports releases in the same rounded bytes, and the egress reports
         # arrivals per packet in credit units, so backlog, balance and the arbiter agree.

@@ -161,7 +161,7 @@ class DGSQManager(wiring.Component):
             calc.now.eq(sched.now), calc.valid.eq(cam.valid), calc.pending.eq(sched.pending),
             calc.q_sel.eq(eng.q_sel), calc.q_dec.eq(eng.q_dec), calc.fresh.eq(eng.fresh),
             wr.en.eq(eng.st_write), wr.kind.eq(eng.kind), wr.q.eq(eng.q),
-            wr.fresh.eq(eng.fresh), wr.op.eq(eng.op), wr.c.eq(calc.c), wr.res.eq(calc.res),
+            wr.fresh.eq(eng.fresh), wr.op.eq(eng.op), wr.pkt_bytes.eq(eng.pkt_bytes), wr.c.eq(calc.c), wr.res.eq(calc.res),
             wr.now.eq(sched.now), wr.node_id.eq(self.node_id),
             eng.done.eq(wr.done),
             mem.w_addr.eq(eng.q), mem.w_data.eq(wr.w_data), mem.w_en.eq(wr.w_en),
