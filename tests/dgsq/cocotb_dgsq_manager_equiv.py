@@ -10,7 +10,7 @@ that it reaches every part of the manager:
 * GRANTs to the queues the REQUESTs named, with seq in order, skipped (gaps) or
   repeated, and GRANTs that match nothing (another node or port, an id beyond the
   pool, a type other than GRANT);
-* release reports answering each release after a random delay with the credit, less,
+* release reports (with a random ``pkts``, which the manager ignores) answering each release after a random delay with the credit, less,
   more or a random figure, and now and then a report nobody asked for;
 * random back-pressure on ``m_pkt``, ``m_req`` and ``m_rel`` and random idle clocks,
   in phases (busy, stalled, quiet: contexts age, refresh and free), a change of
@@ -60,6 +60,7 @@ class EquivBench:
         self.pkt = self.grant = self.report = None
         self.queues = {}          # qid -> [src_node, port, next seq] learned from REQUESTs
         self.reports = deque()    # (due clock, queue, bytes)
+        self.taken = deque()      # packets taken, not yet out on m_pkt
 
     def _set(self, port, fields):
         for k, v in fields.items():
@@ -119,7 +120,7 @@ class EquivBench:
             self.reports.append((self.clock, r.randrange(self.n), r.randrange(1 << 20)))
         if self.report is None and self.reports and self.reports[0][0] <= self.clock:
             _due, q, nbytes = self.reports.popleft()
-            self.report = {"queue": q, "bytes": nbytes}
+            self.report = {"queue": q, "bytes": nbytes, "pkts": r.randrange(1 << 16)}
             self._set("s_rel_done", self.report)
         d.s_rel_done_valid.value = int(self.report is not None)
         self.ready = {}
@@ -141,6 +142,11 @@ class EquivBench:
         """Transfers of the coming edge (read in ReadOnly)."""
         d, out = self.dut, {}
         out["s_pkt"] = self.pkt is not None and int(d.s_pkt_ready.value)
+        if self.ready["m_pkt"] and int(d.m_pkt_valid.value):
+            assert self.taken, f"clock {self.clock}: m_pkt without a packet taken"
+            want = self.taken.popleft()["tenant"] % self.p["n_tenants"]
+            got = int(d.m_pkt_tenant.value)
+            assert got == want, f"clock {self.clock}: m_pkt tenant {got}, expected {want}"
         out["s_grant"] = self.grant is not None and int(d.s_grant_ready.value)
         out["s_rel_done"] = self.report is not None and int(d.s_rel_done_ready.value)
         if self.ready["m_req"] and int(d.m_req_valid.value):
@@ -150,13 +156,14 @@ class EquivBench:
             else:
                 self.queues[q][:2] = [int(d.m_req_dst_node.value), int(d.m_req_port.value)]
         if self.ready["m_rel"] and int(d.m_rel_valid.value):
-            q, credit = int(d.m_rel_queue.value), int(d.m_rel_bytes.value)
+            q, credit = int(d.m_rel_queue.value), int(d.m_rel_credit.value)
             self.reports.append((self.clock + 1 + self.rng.randrange(delay + 1), q,
                                  self._report_bytes(credit)))
         return out
 
     def after_edge(self, out):
         if out["s_pkt"]:
+            self.taken.append(self.pkt)
             self.pkt = None
         if out["s_grant"]:
             self.grant = None

@@ -17,6 +17,7 @@ with one deliberate change of :data:`MUTATIONS` applied, to show the check catch
 change.
 """
 import importlib
+import inspect
 import io
 import shutil
 import subprocess
@@ -38,8 +39,13 @@ __all__ = ["DGSQManagerEquiv", "SPEC", "REFERENCE_COMMIT", "MUTATIONS", "compare
 #: The gateware tree the manager is compared with: main before the split into parts.
 REFERENCE_COMMIT = "27138512f5f1689a30d4a436f8082f8d80fb66f6"
 
-#: Today's field name -> the reference's (``port.field``): compared under the new name.
-RENAMES = {}
+#: Today's output -> the reference's (``port.field``) it must equal: fields renamed since
+#: (``m_pkt.qid`` is ``queue``, ``m_rel.bytes`` is ``credit``) and ``m_rel.dst_node``, the
+#: context's key field, which the reference put out as ``m_req.dst_node`` (both are the
+#: context word's, in every clock). ``m_pkt.tenant`` has no counterpart: the bench
+#: checks it against the packets taken.
+RENAMES = {"m_pkt.queue": "m_pkt.qid", "m_rel.credit": "m_rel.bytes",
+           "m_rel.dst_node": "m_req.dst_node"}
 
 #: Deliberate changes, by number: (file under rtl/, text, replacement). Each would pass
 #: the functional tests (the manager still works) but changes behaviour in time.
@@ -115,6 +121,12 @@ def _leaves(sig, obj):
     return out
 
 
+def _reference_params(params):
+    """The parameters the reference's constructor knows (``n_tenants`` came later)."""
+    known = inspect.signature(_reference_module().DGSQManager).parameters
+    return {k: v for k, v in params.items() if k in known}
+
+
 def _compared(dut, ref):
     ref_out = {n for n, (flow, _) in _leaves(ref.signature, ref).items() if flow == Out}
     return [n for n, (flow, _) in _leaves(dut.signature, dut).items()
@@ -126,7 +138,7 @@ def compared_names(params):
     of today's manager that the reference has too (under its old name)."""
     params = {k: v for k, v in params.items() if k != "mutation"}
     dut = MANAGER_EXPORTS[0].factory(**params)
-    ref = _reference_module().DGSQManager(**params)
+    ref = _reference_module().DGSQManager(**_reference_params(params))
     dut._MustUse__silence = ref._MustUse__silence = True     # only their signatures
     return _compared(dut, ref)
 
@@ -138,7 +150,7 @@ class DGSQManagerEquiv(wiring.Component):
             self.dut = _mutant_module(mutation).DGSQManager(**params)
         else:
             self.dut = MANAGER_EXPORTS[0].factory(**params)
-        self.ref = _reference_module().DGSQManager(**params)
+        self.ref = _reference_module().DGSQManager(**_reference_params(params))
         self.names = _compared(self.dut, self.ref)
         super().__init__({**self.dut.signature.members, "mismatch": Out(1),
                           "neq": Out(len(self.names))})

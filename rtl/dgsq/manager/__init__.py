@@ -3,8 +3,8 @@
 :class:`DGSQManager` (top.py) is a top of named parts, one file each; see its module
 docstring and docs/dgsq.md.
 """
-from .layouts import GrantInLayout, pkt_in_layout, pkt_out_layout, release_layout
+from ...interfaces import ControlHeaderLayout
+from .layouts import GrantInLayout, pkt_in_layout
 from .top import EXPORTS, DGSQManager
 
-__all__ = ["DGSQManager", "EXPORTS", "pkt_in_layout", "pkt_out_layout", "release_layout",
-           "GrantInLayout"]
+__all__ = ["DGSQManager", "EXPORTS", "pkt_in_layout", "GrantInLayout", "ControlHeaderLayout"]

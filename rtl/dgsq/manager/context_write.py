@@ -1,12 +1,12 @@
 """ContextWrite: the DGSQ manager's WRITE stage, its decisions and outputs."""
 from amaranth import *
-from amaranth.lib import stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ...header.control_frames import ControlHeaderLayout
+from ... import interfaces
 from ...header.gse_header import GSEType
-from .layouts import (LOG_CREDIT_UNIT, calc_layout, context_layout, event_layout,
-                      operand_layout, pkt_out_layout, release_layout)
+from .layouts import (CREDIT_BITS, LOG_CREDIT_UNIT, calc_layout, context_layout, event_layout,
+                      operand_layout)
 
 __all__ = ["ContextWrite", "EFFECTS"]
 
@@ -20,10 +20,12 @@ class ContextWrite(wiring.Component):
     """The event's outcome: the context's next word, the outputs, the effects.
 
     Interface: ``en`` (the engine's WRITE clocks), the event (``kind``, context ``q``,
-    ``fresh``, operands ``op``, ``pkt_bytes``), the context as read ``c`` and CALC's ``res``, ``now``
-    and ``node_id`` in. Out: the manager's ``m_pkt`` (PKT), ``m_rel`` (GRANT or REL
-    with credit to release) and ``m_req`` (REQ of a live context without a release
-    out); ``done`` (WRITE completes this clock: its output, if any, is taken);
+    ``fresh``, operands ``op``, ``pkt_bytes``), the context as read ``c`` and CALC's
+    ``res``, ``now`` and ``node_id`` in. Out: the manager's ``m_pkt`` (PKT: ``queue``
+    = ``q``, ``tenant`` = the low ``tenant_bits`` of the packet's tenant, ``bytes``),
+    ``m_rel`` (GRANT or REL with credit to release: ``queue``, ``credit`` in bytes,
+    ``dst_node`` of the context's key) and ``m_req`` (REQ of a live context without a
+    release out); ``done`` (WRITE completes this clock: its output, if any, is taken);
     ``w_en``/``w_data`` (the write-back of the context word at ``q``); ``fx_<name>``
     for each of :data:`EFFECTS` (registered: one clock after the WRITE that decided
     it); ``inc_releases``/``inc_requests`` for the counters (the output's transfer).
@@ -34,8 +36,9 @@ class ContextWrite(wiring.Component):
     fields; meaningful while valid).
     """
 
-    def __init__(self, n_ctx, refresh_ticks, idle_ticks, ttl):
+    def __init__(self, n_ctx, refresh_ticks, idle_ticks, ttl, tenant_bits):
         self.n_ctx = n_ctx
+        self.tenant_bits = tenant_bits
         self.refresh_ticks = refresh_ticks
         self.idle_ticks = idle_ticks
         self.ttl = ttl
@@ -51,9 +54,9 @@ class ContextWrite(wiring.Component):
             "res": In(calc_layout(n_ctx)),
             "now": In(16),
             "node_id": In(16),
-            "m_pkt": Out(stream.Signature(pkt_out_layout(qb))),
-            "m_req": Out(stream.Signature(ControlHeaderLayout)),
-            "m_rel": Out(stream.Signature(release_layout(qb))),
+            "m_pkt": Out(interfaces.queued_packet(qb, tenant_bits)),
+            "m_req": Out(interfaces.control_header()),
+            "m_rel": Out(interfaces.container_release(qb, CREDIT_BITS)),
             "done": Out(1),
             "w_en": Out(1),
             "w_data": Out(context_layout()),
@@ -202,10 +205,14 @@ class ContextWrite(wiring.Component):
 
         r = self.m_req.payload
         m.d.comb += [
-            self.m_pkt.payload.qid.eq(self.q),
+            self.m_pkt.payload.queue.eq(self.q),
+            # The packet's tenant is the context word's (a hit matched the whole key; a
+            # new context takes the packet's key in this WRITE).
+            self.m_pkt.payload.tenant.eq(nxt.tenant[:self.tenant_bits]),
             self.m_pkt.payload.bytes.eq(self.pkt_bytes),
             self.m_rel.payload.queue.eq(self.q),
-            self.m_rel.payload.bytes.eq(Mux(kind.grant, res.g_credit, r_next)),
+            self.m_rel.payload.credit.eq(Mux(kind.grant, res.g_credit, r_next)),
+            self.m_rel.payload.dst_node.eq(c.dst_node),
             r.type.eq(GSEType.REQUEST.value),
             r.flags.eq(0),
             r.tc.eq(c.tc),

@@ -1,11 +1,11 @@
 """EventEngine: the DGSQ manager's stage sequencer and its ACCEPT stage."""
 from amaranth import *
-from amaranth.lib import stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ... import interfaces
 from ...header.gse_header import GSEType
-from .layouts import (LOG_CREDIT_UNIT, GrantInLayout, event_layout, operand_layout,
-                      pkt_in_layout, release_layout)
+from .layouts import CREDIT_BITS, LOG_CREDIT_UNIT, event_layout, operand_layout
 
 __all__ = ["EventEngine"]
 
@@ -14,7 +14,8 @@ class EventEngine(wiring.Component):
     """One event at a time: ACCEPT picks it, CALC and WRITE (other parts) follow.
 
     Interface: the manager's inputs ``s_rel_done``, ``s_grant``, ``s_pkt`` (their
-    ``ready``); from :class:`~.context_cam.ContextCAM` the packet's lookup (``pk_hit``,
+    ``ready``; of a release report only ``queue`` and ``bytes`` are used, ``pkts`` is
+    ignored); from :class:`~.context_cam.ContextCAM` the packet's lookup (``pk_hit``,
     ``pk_new``, ``pk_q``, ``pk_current``); from
     :class:`~.request_scheduler.RequestScheduler` the control event (``ctl_due``,
     ``ctl_sweep``, ``ctl_q``) and ``ctl_take`` back. Out: the stage (``st_idle`` =
@@ -37,9 +38,9 @@ class EventEngine(wiring.Component):
         self.n_ctx = n_ctx
         qb = max(1, (n_ctx - 1).bit_length())
         super().__init__({
-            "s_rel_done": In(stream.Signature(release_layout(qb))),
-            "s_grant": In(stream.Signature(GrantInLayout)),
-            "s_pkt": In(stream.Signature(pkt_in_layout())),
+            "s_rel_done": In(interfaces.release_report(qb, CREDIT_BITS)),
+            "s_grant": In(interfaces.grant_in()),
+            "s_pkt": In(interfaces.packet_descriptor()),
             "pk_hit": In(1),
             "pk_new": In(1),
             "pk_q": In(qb),

@@ -1,39 +1,34 @@
-"""Records of the DGSQ manager: its ports' payloads and what its parts hand each other."""
+"""Records of the DGSQ manager's parts: what they hand each other.
+
+The manager's ports take theirs from :mod:`opengse.rtl.interfaces` (the records blocks
+exchange); the names the manager had for them stay here as aliases.
+"""
 from amaranth import signed
 from amaranth.lib import data
 
-from ...header.gse_header import CREDIT_UNIT_BYTES, gse_header_layout
+from ... import interfaces
+from ...header.gse_header import CREDIT_UNIT_BYTES
 
-__all__ = ["GrantInLayout", "pkt_in_layout", "pkt_out_layout", "release_layout",
-           "key_layout", "context_layout", "event_layout", "operand_layout", "calc_layout",
-           "LOG_CREDIT_UNIT"]
+__all__ = ["GrantInLayout", "pkt_in_layout", "CREDIT_BITS", "key_layout", "context_layout",
+           "event_layout", "operand_layout", "calc_layout", "LOG_CREDIT_UNIT"]
 
 #: log2 of the credit unit (64 B): credit bytes <-> credit units is a shift.
 LOG_CREDIT_UNIT = CREDIT_UNIT_BYTES.bit_length() - 1
 
-#: The GRANT fields the manager uses (connect them by name from the decoder's output).
-GrantInLayout = gse_header_layout(omit=("ver", "flags", "tc", "tenant", "dst_node", "ttl",
-                                        "next_type"))
+#: Width of release credit and release reports, bytes (``m_rel``, ``s_rel_done``).
+CREDIT_BITS = 24
+
+#: The GRANT fields the manager uses (:data:`opengse.rtl.interfaces.GrantInLayout`).
+GrantInLayout = interfaces.GrantInLayout
+
+#: A packet entering the VOQ buffer (:func:`opengse.rtl.interfaces.packet_descriptor_layout`).
+pkt_in_layout = interfaces.packet_descriptor_layout
 
 
 def key_layout():
     """A dynamic queue's key (brief section 4)."""
-    return data.StructLayout({"dst_node": 16, "port": 8, "tc": 3, "tenant": 12})
-
-
-def pkt_in_layout():
-    """A packet entering the VOQ buffer: its queue key and its length in bytes."""
-    return data.StructLayout({"dst_node": 16, "port": 8, "tc": 3, "tenant": 12, "bytes": 16})
-
-
-def pkt_out_layout(qid_bits):
-    """The same packet with the dynamic queue (``qid`` = DGSQ id) it was put in."""
-    return data.StructLayout({"qid": qid_bits, "bytes": 16})
-
-
-def release_layout(qid_bits):
-    """A release request (to the VOQ buffer) or report (from it): queue and bytes."""
-    return data.StructLayout({"queue": qid_bits, "bytes": 24})
+    return data.StructLayout({n: interfaces.FIELD_BITS[n]
+                              for n in ("dst_node", "port", "tc", "tenant")})
 
 
 def context_layout():

@@ -9,11 +9,11 @@ REQUEST FIFO, pending bits, timer sweep, coarse clock), :class:`ManagerCounters`
 ``gse_dgsq_ctx_ram``).
 """
 from amaranth import *
-from amaranth.lib import stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ... import interfaces
 from ...catalog import BlockSpec
-from ...header.control_frames import ControlHeaderLayout
 from ...header.gse_header import CONTAINER_BYTES, CREDIT_UNIT_BYTES
 from ...lib.sram import VOQRam
 from .context_cam import ContextCAM
@@ -21,7 +21,7 @@ from .context_calc import ContextCalc
 from .context_write import ContextWrite
 from .counters import COUNTERS, ManagerCounters
 from .event_engine import EventEngine
-from .layouts import GrantInLayout, context_layout, pkt_in_layout, pkt_out_layout, release_layout
+from .layouts import CREDIT_BITS, context_layout
 from .request_scheduler import RequestScheduler
 
 __all__ = ["DGSQManager", "EXPORTS"]
@@ -83,9 +83,12 @@ class DGSQManager(wiring.Component):
     """
 
     def __init__(self, n_ctx=64, refresh_cycles=8192, idle_cycles=16384,
-                 container_bytes=CONTAINER_BYTES, ttl=64, tick_shift=6):
+                 container_bytes=CONTAINER_BYTES, ttl=64, tick_shift=6, n_tenants=16):
         if n_ctx < 2:
             raise ValueError("n_ctx must be at least 2")
+        if n_tenants < 2 or n_tenants & (n_tenants - 1):
+            raise ValueError("n_tenants must be a power of two, at least 2")
+        self.tenant_bits = (n_tenants - 1).bit_length()
         if container_bytes < CREDIT_UNIT_BYTES:
             raise ValueError("container_bytes must be at least one credit unit")
         self.n_ctx = n_ctx
@@ -98,12 +101,12 @@ class DGSQManager(wiring.Component):
         self.ttl = ttl
         self.qid_bits = max(1, (n_ctx - 1).bit_length())
         super().__init__({
-            "s_pkt": In(stream.Signature(pkt_in_layout())),
-            "m_pkt": Out(stream.Signature(pkt_out_layout(self.qid_bits))),
-            "m_req": Out(stream.Signature(ControlHeaderLayout)),
-            "s_grant": In(stream.Signature(GrantInLayout)),
-            "m_rel": Out(stream.Signature(release_layout(self.qid_bits))),
-            "s_rel_done": In(stream.Signature(release_layout(self.qid_bits))),
+            "s_pkt": In(interfaces.packet_descriptor()),
+            "m_pkt": Out(interfaces.queued_packet(self.qid_bits, self.tenant_bits)),
+            "m_req": Out(interfaces.control_header()),
+            "s_grant": In(interfaces.grant_in()),
+            "m_rel": Out(interfaces.container_release(self.qid_bits, CREDIT_BITS)),
+            "s_rel_done": In(interfaces.release_report(self.qid_bits, CREDIT_BITS)),
             "node_id": In(16),
             "ctx_used": Out(self.qid_bits + 1),
             "stat_pool_full": Out(32),
@@ -128,7 +131,8 @@ class DGSQManager(wiring.Component):
         m.submodules.sched = sched = RequestScheduler(n, self.tick_shift)
         m.submodules.engine = eng = EventEngine(n)
         m.submodules.calc = calc = ContextCalc(n, self.container_units)
-        m.submodules.write = wr = ContextWrite(n, self.refresh_ticks, self.idle_ticks, self.ttl)
+        m.submodules.write = wr = ContextWrite(n, self.refresh_ticks, self.idle_ticks, self.ttl,
+                                                self.tenant_bits)
         m.submodules.counters = cnt = ManagerCounters()
 
         # Inputs: the engine takes them; the CAM looks up the packet on offer.
@@ -188,7 +192,8 @@ EXPORTS = [
         module="gse_dgsq_manager",
         factory=DGSQManager,
         params={"n_ctx": 64, "refresh_cycles": 8192, "idle_cycles": 16384,
-                "container_bytes": CONTAINER_BYTES, "ttl": 64, "tick_shift": 6},
+                "container_bytes": CONTAINER_BYTES, "ttl": 64, "tick_shift": 6,
+                "n_tenants": 16},
         description="GSE DGSQ source-side manager: dynamic queue contexts, REQUEST "
                     "generation with refresh, GRANT handling and VOQ release requests",
         keep_modules=lambda **p: {"ctx_ram": "gse_dgsq_ctx_ram"},
