@@ -37,6 +37,16 @@ class DGSQManager(wiring.Component):
     once in ``stat_pool_full``. A context is freed after ``idle_cycles`` with no
     backlog and no release out.
 
+    Interface (the records of :mod:`opengse.rtl.interfaces`): ``s_pkt``
+    (``packet_descriptor``: key, ``bytes``) in; ``m_pkt`` (``queued_packet``:
+    ``queue`` = the context, ``tenant`` = the low log2(``n_tenants``) bits of the
+    packet's tenant id, ``bytes``) out, for the VOQ buffer's enqueue; ``m_req``
+    (``control_header``) out; ``s_grant`` (``grant_in``) in; ``m_rel``
+    (``container_release``: ``queue``, ``credit`` bytes, the context's ``dst_node``) out;
+    ``s_rel_done`` (``release_report``: ``queue``, ``bytes`` = credit used; its ``pkts``
+    is ignored) in; ``node_id`` (this leaf) in; ``ctx_used`` and the ``stat_*``
+    counters (:data:`~.counters.COUNTERS`) out.
+
     REQUESTs (``m_req``, header fields for
     :class:`~opengse.rtl.header.control_frames.ControlFrameEncoder`, ``len`` = backlog in credit
     units, ``seq`` = seq of the last GRANT received: the acknowledgement the arbiter
@@ -54,7 +64,8 @@ class DGSQManager(wiring.Component):
 
     A GRANT (``s_grant``, decoded header fields; its ``dgsq`` is the context) adds its
     credit to the context's signed balance; a positive balance with backlog becomes a
-    release request ``m_rel`` (queue, credit bytes) to the VOQ buffer, whose report
+    release request ``m_rel`` (queue, credit bytes, destination) to the VOQ buffer
+    (through the container framing), whose report
     ``s_rel_done`` (credit used) is debited from backlog and balance. One GRANT
     forms one container: a GRANT that comes while a release is out keeps its credit
     apart until the report, and credit a container left unused is dropped then (the
@@ -64,7 +75,8 @@ class DGSQManager(wiring.Component):
 
     Parameters: ``n_ctx`` (pool size), ``refresh_cycles``, ``idle_cycles``,
     ``container_bytes``, ``ttl`` (of REQUESTs), ``tick_shift`` (coarse time = clock
-    count >> tick_shift).
+    count >> tick_shift), ``n_tenants`` (the VOQ buffer's tenant classes: a power of two
+    >= 2).
 
     Timing: one event engine handles release reports, GRANTs, packets, REQUESTs and a
     timer sweep, one at a time in 3 clocks each: ACCEPT (pick the event from
