@@ -16,6 +16,7 @@ old names; fields that are new have no counterpart and are checked by the bench.
 with one deliberate change of :data:`MUTATIONS` applied, to show the check catches a
 change.
 """
+import hashlib
 import importlib
 import inspect
 import io
@@ -95,17 +96,23 @@ def _reference_module():
 
 
 def _mutant_module(k):
+    """Today's tree with mutation ``k``, in a package named after the tree's contents
+    (so a changed tree is copied anew)."""
     path, text, repl = MUTATIONS[k]
+    tree = Path(opengse.rtl.__file__).parent
+    digest = hashlib.sha1()
+    for f in sorted(tree.rglob("*.py")):
+        digest.update(str(f.relative_to(tree)).encode() + b"\0" + f.read_bytes())
 
     def fill(dest):
-        shutil.copytree(Path(opengse.rtl.__file__).parent, dest,
+        shutil.copytree(tree, dest,
                         ignore=shutil.ignore_patterns("__pycache__"))
         f = dest / path
         src = f.read_text()
         if src.count(text) != 1:
             raise RuntimeError(f"mutation {k}: {text!r} not found once in rtl/{path}")
         f.write_text(src.replace(text, repl))
-    return _import_tree(f"gse_mutant_{k}", fill)
+    return _import_tree(f"gse_mutant_{k}_{digest.hexdigest()[:12]}", fill)
 
 
 def _leaves(sig, obj):
