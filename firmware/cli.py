@@ -4,6 +4,7 @@
     gse export BLOCK [-p NAME=VALUE ...] -o DIR  Verilog + JSON manifest
     gse bench BLOCK [--json] [--seeds 1,2,3] [--no-pnr]
     gse run [-o DIR] [--seeds ...] [--no-pnr]    the main job: export and bench every block
+    gse regs [-o ROOT] [--check]                 docs/registers.md + firmware/gse_regs.h
 """
 import argparse
 import json
@@ -154,6 +155,25 @@ def cmd_run(args):
     return status
 
 
+def cmd_regs(args):
+    from pathlib import Path
+    from opengse.firmware.regs_gen import reference_outputs, write_outputs
+    if args.check:
+        stale = [str(rel) for rel, text in reference_outputs().items()
+                 if not (Path(args.output) / rel).exists()
+                 or (Path(args.output) / rel).read_text() != text]
+        if stale:
+            raise CLIError("out of date (run `gse regs`): " + ", ".join(stale))
+        print("register map outputs are up to date")
+        return 0
+    written = write_outputs(args.output)
+    for path in written:
+        print(f"wrote {path}")
+    if not written:
+        print("register map outputs are up to date")
+    return 0
+
+
 def build_parser():
     p = _Parser(prog="gse", description="OpenGSE: export, lint and benchmark the GSE switch blocks.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -185,6 +205,13 @@ def build_parser():
                     help="bound each place-and-route run (default: 600; 0: none)")
     sp.add_argument("--json", action="store_true", help="also print all figures as JSON")
     sp.set_defaults(func=cmd_run)
+    sp = sub.add_parser("regs", help="write the register map's docs and C header")
+    sp.add_argument("-o", "--output", default=".", metavar="ROOT",
+                    help="tree to write docs/registers.md and firmware/gse_regs.h into "
+                         "(default: .)")
+    sp.add_argument("--check", action="store_true",
+                    help="write nothing; fail if the files differ from the description")
+    sp.set_defaults(func=cmd_regs)
     return p
 
 
