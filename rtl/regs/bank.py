@@ -4,7 +4,7 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .description import Access
+from .description import WORD_BYTES, Access
 
 __all__ = ["AXI4LiteRegisterBank", "port_name", "RESP_OKAY", "RESP_SLVERR", "RESP_DECERR"]
 
@@ -39,8 +39,8 @@ class AXI4LiteRegisterBank(wiring.Component):
 
     Bus side (32-bit data, no ``awprot``/``arprot``): ``s_axil_awaddr, awvalid, awready,
     wdata, wstrb, wvalid, wready, bresp, bvalid, bready, araddr, arvalid, arready, rdata,
-    rresp, rvalid, rready``. Registers are 32-bit words at addresses with bits 1:0 zero;
-    any other address is unmapped.
+    rresp, rvalid, rready``. Registers are 32-bit words; address bits 1:0 are not
+    decoded (an access names a word, ``wstrb`` its bytes, as AXI4-Lite has it).
 
     Register side, for register ``r`` of block ``b`` (port ``b_r``, an array of
     ``count`` when the register has several elements):
@@ -138,14 +138,14 @@ class AXI4LiteRegisterBank(wiring.Component):
 
     def _write_side(self, m, staging):
         aw_full = Signal()
-        aw_addr = Signal(self.addr_width)
+        aw_addr = Signal(self.addr_width - 2)     # word address
         w_full = Signal()
         w_data = Signal(32)
         w_strb = Signal(4)
         bvalid = self.s_axil_bvalid
         m.d.comb += [self.s_axil_awready.eq(~aw_full), self.s_axil_wready.eq(~w_full)]
         with m.If(self.s_axil_awvalid & self.s_axil_awready):
-            m.d.sync += [aw_full.eq(1), aw_addr.eq(self.s_axil_awaddr)]
+            m.d.sync += [aw_full.eq(1), aw_addr.eq(self.s_axil_awaddr[2:])]
         with m.If(self.s_axil_wvalid & self.s_axil_wready):
             m.d.sync += [w_full.eq(1), w_data.eq(self.s_axil_wdata), w_strb.eq(self.s_axil_wstrb)]
         with m.If(bvalid & self.s_axil_bready):
@@ -176,7 +176,7 @@ class AXI4LiteRegisterBank(wiring.Component):
                          self.s_axil_bresp.eq(RESP_DECERR)]
             with m.Switch(word_sel):
                 for addr, (blk, reg, i, w) in self.regmap.words().items():
-                    with m.Case(addr):
+                    with m.Case(addr // WORD_BYTES):
                         if reg.access == Access.RO:
                             m.d.sync += self.s_axil_bresp.eq(RESP_SLVERR)
                             continue
@@ -206,11 +206,11 @@ class AXI4LiteRegisterBank(wiring.Component):
 
     def _read_side(self, m, snapshots):
         ar_full = Signal()
-        ar_addr = Signal(self.addr_width)
+        ar_addr = Signal(self.addr_width - 2)     # word address
         rvalid = self.s_axil_rvalid
         m.d.comb += self.s_axil_arready.eq(~ar_full & ~rvalid)
         with m.If(self.s_axil_arvalid & self.s_axil_arready):
-            m.d.sync += [ar_full.eq(1), ar_addr.eq(self.s_axil_araddr)]
+            m.d.sync += [ar_full.eq(1), ar_addr.eq(self.s_axil_araddr[2:])]
         with m.If(rvalid & self.s_axil_rready):
             m.d.sync += rvalid.eq(0)
         with m.If(ar_full & ~rvalid):
@@ -218,7 +218,7 @@ class AXI4LiteRegisterBank(wiring.Component):
                          self.s_axil_rdata.eq(0), self.s_axil_rresp.eq(RESP_DECERR)]
             with m.Switch(ar_addr):
                 for addr, (blk, reg, i, w) in self.regmap.words().items():
-                    with m.Case(addr):
+                    with m.Case(addr // WORD_BYTES):
                         value = self._value(blk, reg, i)
                         m.d.sync += self.s_axil_rresp.eq(RESP_OKAY)
                         if w == 0:
