@@ -68,7 +68,7 @@ def test_offsets_are_assigned_aligned_and_checked():
     m = RegisterMap([RegisterBlock("a", [Register("x", 1, Access.RO, doc="x")], base=0x40),
                      RegisterBlock("b", [Register("y", 32, Access.RO, count=20, doc="y")]),
                      RegisterBlock("c", [Register("z", 1, Access.RO, doc="z")])])
-    assert [(b.name, b.base) for b in m] == [("a", 0x40), ("b", 0x80), ("c", 0)]
+    assert [(b.name, b.base) for b in m] == [("a", 0x40), ("b", 0x80), ("c", 0x100)]
 
 
 def test_round_trip_and_fingerprint(regmap):
