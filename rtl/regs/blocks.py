@@ -13,11 +13,15 @@ catalog defaults, which ``gse regs`` documents.
 """
 from dataclasses import dataclass, field
 
+from amaranth.hdl import Cat
+
 from .description import Access, Register, RegisterMap
-from .from_signature import register_block
+from .bank import port_name
+from .from_signature import connect_registers, register_block
 from .system import system_block
 
-__all__ = ["BlockRegisters", "BLOCK_REGISTERS", "block_registers", "reference_map"]
+__all__ = ["BlockRegisters", "BLOCK_REGISTERS", "block_registers", "connect_block",
+           "reference_map"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,7 @@ class BlockRegisters:
     resets: dict = field(default_factory=dict)  # RW port -> reset value
     wired: tuple = ()                           # ports joined to other blocks in a top
     extra: object = None                        # callable(component) -> [Register]
+    connect_extra: object = None                # callable(m, bank, block, component)
 
 
 def _arbiter_weights(component):
@@ -34,6 +39,20 @@ def _arbiter_weights(component):
                      doc="tenant weight: grants per round-robin round for requesters of "
                          "tenant `i` (tenant id modulo the array size); a write sends it "
                          "to the arbiter's `s_cfg`. 0 behaves as 1")]
+
+
+def _connect_arbiter_weights(m, bank, block, arbiter):
+    """A write of ``weight[i]`` is one ``s_cfg`` transfer (tenant ``i``, the new weight) in
+    the clock after it took effect; the arbiter's ``s_cfg`` is always ready, and one
+    write happens per clock at most, so none is lost."""
+    reg = block["weight"]
+    name = port_name(block, reg)
+    written, values = getattr(bank, f"{name}_written"), getattr(bank, name)
+    m.d.comb += arbiter.s_cfg.valid.eq(Cat(*written).any())
+    for i in range(reg.count):
+        with m.If(written[i]):
+            m.d.comb += [arbiter.s_cfg.payload.tenant.eq(i),
+                         arbiter.s_cfg.payload.weight.eq(values[i])]
 
 
 _W = "frames marked bad in `tuser` by the MAC (passed on flagged)"
@@ -93,7 +112,8 @@ BLOCK_REGISTERS = {
             "stat_arr_unknown": "arrivals for no live slot (ignored)",
             "stat_lease_expired": "slots freed because their grants' data never came",
             "stat_room_stall": "clocks a grant waited for egress room",
-        }, wired=("egress_room",), extra=_arbiter_weights),
+        }, wired=("egress_room",), extra=_arbiter_weights,
+        connect_extra=_connect_arbiter_weights),
     "dgsq_manager": BlockRegisters(
         "DGSQ manager: source-side dynamic queues, REQUESTs, GRANTs (rtl/dgsq/manager.py)", {
             "node_id": "this leaf's node id (`src_node` of its REQUESTs)",
@@ -164,6 +184,17 @@ def block_registers(kind, component, name=None):
     extra = spec.extra(component) if spec.extra else ()
     return register_block(name or kind, component, spec.docs, doc=spec.doc,
                           resets=spec.resets, wired=spec.wired, extra=extra)
+
+
+def connect_block(m, bank, kind, block, component):
+    """Join ``component`` (a block of kind ``kind``) to its registers ``block`` in
+    ``bank``: every derived register by port name, and the hand-described ones (the
+    arbiter's weights onto its ``s_cfg``)."""
+    spec = BLOCK_REGISTERS[kind]
+    extra = [r.name for r in spec.extra(component)] if spec.extra else []
+    connect_registers(m, bank, block, component, skip=extra)
+    if spec.connect_extra:
+        spec.connect_extra(m, bank, block, component)
 
 
 def reference_map():

@@ -8,7 +8,7 @@ makes the parser drop them). ``ingress.events`` is a W1C register of sticky flag
 bit 0 the parser dropped a frame, bit 1 the tagger dropped a spoofed frame, bit 2 a
 frame marked bad passed. ``sys.uptime`` starts at ``uptime_init`` (near a 32-bit carry in
 the test). Every counter of both blocks is an RO register, wired by
-:func:`~opengse.rtl.regs.from_signature.connect_registers`.
+:func:`~opengse.rtl.regs.blocks.connect_block`.
 """
 from amaranth import Module, Signal
 from amaranth.lib import data, stream, wiring
@@ -19,7 +19,7 @@ from opengse.rtl.header.parser import GSEParser, ParsedHeaderLayout
 from opengse.rtl.header.tagger import GSETagger, TaggerHeaderLayout
 from opengse.rtl.lib.stream import AXIStreamSignature
 from opengse.rtl.regs.bank import AXI4LiteRegisterBank
-from opengse.rtl.regs.blocks import block_registers
+from opengse.rtl.regs.blocks import block_registers, connect_block
 from opengse.rtl.regs.description import Access, Register, RegisterBlock, RegisterMap
 from opengse.rtl.regs.from_signature import connect_registers
 from opengse.rtl.regs.system import SystemCounters, system_block
@@ -76,8 +76,8 @@ class RegsTop(wiring.Component):
                 ours, theirs = getattr(self, name), getattr(bank, name)
                 m.d.comb += (theirs.eq(ours) if member.flow == In else ours.eq(theirs))
         connect_registers(m, bank, self.regmap["sys"], sysc, skip=("scratch",))
-        connect_registers(m, bank, self.regmap["tagger"], tagger)
-        connect_registers(m, bank, self.regmap["parser"], parser)
+        connect_block(m, bank, "tagger", self.regmap["tagger"], tagger)
+        connect_block(m, bank, "parser", self.regmap["parser"], parser)
 
         # Frames: bench header + the two configured fields -> tagger -> parser.
         wiring.connect(m, wiring.flipped(self.s_axis), tagger.s_axis)
