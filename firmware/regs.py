@@ -28,6 +28,7 @@ failure (it should raise; ``bus`` errors pass through unchanged).
 coroutines (a cocotb AXI4-Lite master): ``await regs.read(...)``, ``write``, ``clear``,
 ``dump``, ``check``.
 """
+
 from opengse.rtl.regs.description import WORD_BYTES, Access
 from opengse.rtl.regs.system import IDENT
 
@@ -44,21 +45,23 @@ class _Unknown(RegisterError, AttributeError):
 
 def _default_map():
     from opengse.rtl.regs.blocks import reference_map
+
     return reference_map()
 
 
 # ---- bus operations as generators: one core for the sync and the async driver -----------
 
+
 def _read_ops(addr, reg):
     value = 0
-    for w in range(reg.words):                 # low word first: it snapshots the rest
+    for w in range(reg.words):  # low word first: it snapshots the rest
         word = yield ("r", addr + WORD_BYTES * w)
         value |= (int(word) & 0xFFFF_FFFF) << (32 * w)
     return value & reg.mask
 
 
 def _write_ops(addr, reg, value):
-    for w in range(reg.words):                 # the top word, last, commits
+    for w in range(reg.words):  # the top word, last, commits
         yield ("w", addr + WORD_BYTES * w, (value >> (32 * w)) & 0xFFFF_FFFF)
 
 
@@ -106,26 +109,26 @@ class _Core:
             try:
                 index = int(idx, 0)
             except ValueError:
-                raise RegisterError(f"register {path!r}: index {idx!r} is not an integer") \
-                    from None
+                raise RegisterError(f"register {path!r}: index {idx!r} is not an integer") from None
         blk, reg = self.lookup(blk_name, reg_name)
         if reg.count > 1 and index is None:
             raise RegisterError(f"{path} is an array of {reg.count}: give an index")
         index = 0 if index is None else index
         if not isinstance(index, int) or not 0 <= index < reg.count:
-            raise RegisterError(f"{blk.name}.{reg.name}: index {index!r} out of range "
-                                f"0..{reg.count - 1}")
+            raise RegisterError(f"{blk.name}.{reg.name}: index {index!r} out of range 0..{reg.count - 1}")
         return self.map.address(blk, reg, index), reg
 
     def lookup(self, blk_name, reg_name):
         try:
             blk = self.map[blk_name]
         except KeyError:
-            raise _Unknown(f"unknown block {blk_name!r}; blocks: "
-                           + ", ".join(b.name for b in self.map)) from None
+            raise _Unknown(
+                f"unknown block {blk_name!r}; blocks: " + ", ".join(b.name for b in self.map)
+            ) from None
         if reg_name not in blk:
-            raise _Unknown(f"unknown register {blk_name}.{reg_name}; {blk_name} has: "
-                           + ", ".join(r.name for r in blk))
+            raise _Unknown(
+                f"unknown register {blk_name}.{reg_name}; {blk_name} has: " + ", ".join(r.name for r in blk)
+            )
         return blk, blk[reg_name]
 
     @staticmethod
@@ -133,8 +136,9 @@ class _Core:
         if isinstance(value, bool) or not isinstance(value, int):
             raise RegisterError(f"{path}: value {value!r} is not an integer")
         if not 0 <= value <= reg.mask:
-            raise RegisterError(f"{path}: value {value:#x} out of range for {reg.width} "
-                                f"bits (0..{reg.mask:#x})")
+            raise RegisterError(
+                f"{path}: value {value:#x} out of range for {reg.width} bits (0..{reg.mask:#x})"
+            )
         return value
 
     def write_ops(self, path, value, index=None):
@@ -164,12 +168,13 @@ class _Core:
     def check_ops(self):
         ident = yield from self.read_ops("sys.ident")
         if ident != IDENT:
-            raise RegisterError(f"no OpenGSE register bank: sys.ident reads {ident:#010x}, "
-                                f"not {IDENT:#010x}")
+            raise RegisterError(f"no OpenGSE register bank: sys.ident reads {ident:#010x}, not {IDENT:#010x}")
         map_id = yield from self.read_ops("sys.map_id")
         if map_id != self.map.fingerprint():
-            raise RegisterError(f"the hardware's register map ({map_id:#010x}) is not this "
-                                f"description ({self.map.fingerprint():#010x})")
+            raise RegisterError(
+                f"the hardware's register map ({map_id:#010x}) is not this "
+                f"description ({self.map.fingerprint():#010x})"
+            )
 
 
 class _Array:
@@ -195,7 +200,7 @@ class _Block:
         object.__setattr__(self, "_blk", blk)
 
     def _path(self, name):
-        self._regs._core.lookup(self._blk.name, name)     # unknown -> RegisterError
+        self._regs._core.lookup(self._blk.name, name)  # unknown -> RegisterError
         return f"{self._blk.name}.{name}"
 
     def __getattr__(self, name):
@@ -237,8 +242,9 @@ class Registers:
         try:
             return _Block(self, self._core.map[name])
         except KeyError:
-            raise _Unknown(f"unknown block {name!r}; blocks: "
-                           + ", ".join(b.name for b in self._core.map)) from None
+            raise _Unknown(
+                f"unknown block {name!r}; blocks: " + ", ".join(b.name for b in self._core.map)
+            ) from None
 
     def __dir__(self):
         return [b.name for b in self._core.map] + ["read", "write", "clear", "dump", "map"]
@@ -283,5 +289,4 @@ class AsyncRegisters:
         await _arun(self._bus, self._core.clear_ops(path, bits, index))
 
     async def dump(self):
-        return {name: await self.read(name.split("[")[0], i)
-                for name, i in self._core.every_register()}
+        return {name: await self.read(name.split("[")[0], i) for name, i in self._core.every_register()}

@@ -4,6 +4,7 @@
 ``gse regs`` writes both for the reference map (:func:`write_outputs`); the RTL bank
 and the Python driver read the same description at build and run time.
 """
+
 from pathlib import Path
 
 from opengse.rtl.regs.description import Access
@@ -57,17 +58,26 @@ def markdown(regmap, params=None):
     for blk in sorted(regmap.blocks, key=lambda b: b.base):
         lines += [f"## `{blk.name}` — {_hex(blk.base, aw * 4)}", "", _md_cell(blk.doc) + ".", ""]
         if params.get(blk.name):
-            lines += ["Build parameters: " + ", ".join(
-                f"`{k}={v:#x}`" if k == "ethertype" else f"`{k}={v}`"
-                for k, v in params[blk.name].items()) + ".", ""]
-        lines += ["| address | register | access | width | reset | stride | meaning |",
-                  "|---|---|---|---|---|---|---|"]
+            lines += [
+                "Build parameters: "
+                + ", ".join(
+                    f"`{k}={v:#x}`" if k == "ethertype" else f"`{k}={v}`" for k, v in params[blk.name].items()
+                )
+                + ".",
+                "",
+            ]
+        lines += [
+            "| address | register | access | width | reset | stride | meaning |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for reg in sorted(blk.registers, key=lambda r: r.offset):
             name = f"{blk.name}.{reg.name}" + (f"[{reg.count}]" if reg.count > 1 else "")
             stride = str(reg.stride) if reg.count > 1 else "—"
-            lines.append(f"| {_hex(regmap.address(blk, reg), aw * 4)} | `{name}` | "
-                         f"{reg.access.value} | {reg.width} | {_reset_text(reg)} | {stride} | "
-                         f"{_md_cell(reg.doc)} |")
+            lines.append(
+                f"| {_hex(regmap.address(blk, reg), aw * 4)} | `{name}` | "
+                f"{reg.access.value} | {reg.width} | {_reset_text(reg)} | {stride} | "
+                f"{_md_cell(reg.doc)} |"
+            )
         lines.append("")
     return "\n".join(lines)
 
@@ -103,19 +113,24 @@ def c_header(regmap):
         f"#define {_macro(p, 'access_w1c')} {_ACCESS_CODE[Access.W1C]}",
     ]
     for blk in sorted(regmap.blocks, key=lambda b: b.base):
-        out += ["", f"/* {blk.name}: {blk.doc} */",
-                f"#define {_macro(p, blk.name, 'base')} {_c_int(blk.base, 32)}"]
+        out += [
+            "",
+            f"/* {blk.name}: {blk.doc} */",
+            f"#define {_macro(p, blk.name, 'base')} {_c_int(blk.base, 32)}",
+        ]
         for reg in sorted(blk.registers, key=lambda r: r.offset):
             m = _macro(p, blk.name, reg.name)
-            out += [f"/* {blk.name}.{reg.name}: {reg.doc.replace('*/', '* /')} */",
-                    f"#define {m}_ADDR {_c_int(regmap.address(blk, reg), 32)}",
-                    f"#define {m}_WIDTH {reg.width}u",
-                    f"#define {m}_WORDS {reg.words}u",
-                    f"#define {m}_COUNT {reg.count}u",
-                    f"#define {m}_STRIDE {reg.stride}u",
-                    f"#define {m}_ACCESS {_macro(p, 'access', reg.access.value)}",
-                    f"#define {m}_MASK {_c_int(reg.mask, reg.width)}",
-                    f"#define {m}_RESET {_c_int(reg.reset, reg.width)}"]
+            out += [
+                f"/* {blk.name}.{reg.name}: {reg.doc.replace('*/', '* /')} */",
+                f"#define {m}_ADDR {_c_int(regmap.address(blk, reg), 32)}",
+                f"#define {m}_WIDTH {reg.width}u",
+                f"#define {m}_WORDS {reg.words}u",
+                f"#define {m}_COUNT {reg.count}u",
+                f"#define {m}_STRIDE {reg.stride}u",
+                f"#define {m}_ACCESS {_macro(p, 'access', reg.access.value)}",
+                f"#define {m}_MASK {_c_int(reg.mask, reg.width)}",
+                f"#define {m}_RESET {_c_int(reg.reset, reg.width)}",
+            ]
             if reg.count > 1:
                 out.append(f"#define {m}_ADDR_I(i) ({m}_ADDR + (i) * {m}_STRIDE)")
     out += ["", f"#endif /* {guard} */", ""]
@@ -126,6 +141,7 @@ def reference_outputs():
     """``{relative path: text}`` of what ``gse regs`` writes for the reference map."""
     from opengse.rtl.catalog import get_block
     from opengse.rtl.regs.blocks import BLOCK_REGISTERS, reference_map
+
     regmap = reference_map()
     params = {kind: get_block(kind).params for kind in BLOCK_REGISTERS}
     return {DOCS_PATH: markdown(regmap, params), HEADER_PATH: c_header(regmap)}

@@ -1,5 +1,6 @@
 """AXI4LiteRegisterBank: the registers of a :class:`~.description.RegisterMap` behind one
 AXI4-Lite slave port."""
+
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -9,8 +10,8 @@ from .description import WORD_BYTES, Access
 __all__ = ["AXI4LiteRegisterBank", "port_name", "RESP_OKAY", "RESP_SLVERR", "RESP_DECERR"]
 
 RESP_OKAY = 0b00
-RESP_SLVERR = 0b10     # the address is mapped but refuses the access (write to RO)
-RESP_DECERR = 0b11     # nothing is mapped at the address
+RESP_SLVERR = 0b10  # the address is mapped but refuses the access (write to RO)
+RESP_DECERR = 0b11  # nothing is mapped at the address
 
 
 def port_name(block, register):
@@ -79,16 +80,25 @@ class AXI4LiteRegisterBank(wiring.Component):
         self.regmap = regmap
         self.addr_width = regmap.addr_width if addr_width is None else addr_width
         if (1 << self.addr_width) < regmap.size:
-            raise ValueError(f"addr_width {self.addr_width} cannot reach the map's "
-                             f"{regmap.size:#x} bytes")
+            raise ValueError(f"addr_width {self.addr_width} cannot reach the map's {regmap.size:#x} bytes")
         aw = self.addr_width
         members = {
-            "s_axil_awaddr": In(aw), "s_axil_awvalid": In(1), "s_axil_awready": Out(1),
-            "s_axil_wdata": In(32), "s_axil_wstrb": In(4), "s_axil_wvalid": In(1),
+            "s_axil_awaddr": In(aw),
+            "s_axil_awvalid": In(1),
+            "s_axil_awready": Out(1),
+            "s_axil_wdata": In(32),
+            "s_axil_wstrb": In(4),
+            "s_axil_wvalid": In(1),
             "s_axil_wready": Out(1),
-            "s_axil_bresp": Out(2), "s_axil_bvalid": Out(1), "s_axil_bready": In(1),
-            "s_axil_araddr": In(aw), "s_axil_arvalid": In(1), "s_axil_arready": Out(1),
-            "s_axil_rdata": Out(32), "s_axil_rresp": Out(2), "s_axil_rvalid": Out(1),
+            "s_axil_bresp": Out(2),
+            "s_axil_bvalid": Out(1),
+            "s_axil_bready": In(1),
+            "s_axil_araddr": In(aw),
+            "s_axil_arvalid": In(1),
+            "s_axil_arready": Out(1),
+            "s_axil_rdata": Out(32),
+            "s_axil_rresp": Out(2),
+            "s_axil_rvalid": Out(1),
             "s_axil_rready": In(1),
         }
         for blk, reg in regmap.registers():
@@ -100,8 +110,7 @@ class AXI4LiteRegisterBank(wiring.Component):
             elif reg.access == Access.RW:
                 members[name] = _member(Out, reg, reg.reset)
                 if reg.strobe:
-                    members[f"{name}_written"] = (Out(1).array(reg.count) if reg.count > 1
-                                                  else Out(1))
+                    members[f"{name}_written"] = Out(1).array(reg.count) if reg.count > 1 else Out(1)
             elif reg.access == Access.W1C:
                 members[name] = _member(In, reg)
                 members[f"{name}_sticky"] = _member(Out, reg)
@@ -123,22 +132,23 @@ class AXI4LiteRegisterBank(wiring.Component):
             if reg.words > 1:
                 for i in range(reg.count):
                     snapshots[(blk.name, reg.name, i)] = Signal(
-                        reg.width - 32, name=f"{port_name(blk, reg)}_{i}_snap")
+                        reg.width - 32, name=f"{port_name(blk, reg)}_{i}_snap"
+                    )
         staging = {}
         for blk, reg in self.regmap.registers():
             if reg.access == Access.RW and reg.words > 1:
                 low = 32 * (reg.words - 1)
                 for i in range(reg.count):
                     staging[(blk.name, reg.name, i)] = Signal(
-                        low, name=f"{port_name(blk, reg)}_{i}_stage",
-                        init=reg.reset & ((1 << low) - 1))
+                        low, name=f"{port_name(blk, reg)}_{i}_stage", init=reg.reset & ((1 << low) - 1)
+                    )
         self._write_side(m, staging)
         self._read_side(m, snapshots)
         return m
 
     def _write_side(self, m, staging):
         aw_full = Signal()
-        aw_addr = Signal(self.addr_width - 2)     # word address
+        aw_addr = Signal(self.addr_width - 2)  # word address
         w_full = Signal()
         w_data = Signal(32)
         w_strb = Signal(4)
@@ -172,8 +182,7 @@ class AXI4LiteRegisterBank(wiring.Component):
                     m.d.sync += _elems(getattr(self, f"{name}_written"), reg)[i].eq(0)
 
         with m.If(do_write):
-            m.d.sync += [bvalid.eq(1), aw_full.eq(0), w_full.eq(0),
-                         self.s_axil_bresp.eq(RESP_DECERR)]
+            m.d.sync += [bvalid.eq(1), aw_full.eq(0), w_full.eq(0), self.s_axil_bresp.eq(RESP_DECERR)]
             with m.Switch(word_sel):
                 for addr, (blk, reg, i, w) in self.regmap.words().items():
                     with m.Case(addr // WORD_BYTES):
@@ -182,8 +191,7 @@ class AXI4LiteRegisterBank(wiring.Component):
                             continue
                         m.d.sync += self.s_axil_bresp.eq(RESP_OKAY)
                         if reg.access == Access.W1C:
-                            m.d.comb += clears[(blk.name, reg.name, i)].eq(
-                                (w_data & bmask)[:reg.width])
+                            m.d.comb += clears[(blk.name, reg.name, i)].eq((w_data & bmask)[: reg.width])
                         else:
                             self._write_rw(m, blk, reg, i, w, w_data, bmask, staging)
 
@@ -192,11 +200,11 @@ class AXI4LiteRegisterBank(wiring.Component):
         value = _elems(getattr(self, name), reg)[i]
         key = (blk.name, reg.name, i)
         lo, hi = 32 * w, min(32 * (w + 1), reg.width)
-        if w < reg.words - 1:                     # a low word of a wide register: stage it
+        if w < reg.words - 1:  # a low word of a wide register: stage it
             stage = staging[key]
             m.d.sync += stage[lo:hi].eq((stage[lo:hi] & ~bmask) | (w_data & bmask))
             return
-        merged = (value[lo:hi] & ~bmask[:hi - lo]) | (w_data & bmask)[:hi - lo]
+        merged = (value[lo:hi] & ~bmask[: hi - lo]) | (w_data & bmask)[: hi - lo]
         if reg.words > 1:
             m.d.sync += value.eq(Cat(staging[key], merged))
         else:
@@ -206,7 +214,7 @@ class AXI4LiteRegisterBank(wiring.Component):
 
     def _read_side(self, m, snapshots):
         ar_full = Signal()
-        ar_addr = Signal(self.addr_width - 2)     # word address
+        ar_addr = Signal(self.addr_width - 2)  # word address
         rvalid = self.s_axil_rvalid
         m.d.comb += self.s_axil_arready.eq(~ar_full & ~rvalid)
         with m.If(self.s_axil_arvalid & self.s_axil_arready):
@@ -214,8 +222,12 @@ class AXI4LiteRegisterBank(wiring.Component):
         with m.If(rvalid & self.s_axil_rready):
             m.d.sync += rvalid.eq(0)
         with m.If(ar_full & ~rvalid):
-            m.d.sync += [rvalid.eq(1), ar_full.eq(0),
-                         self.s_axil_rdata.eq(0), self.s_axil_rresp.eq(RESP_DECERR)]
+            m.d.sync += [
+                rvalid.eq(1),
+                ar_full.eq(0),
+                self.s_axil_rdata.eq(0),
+                self.s_axil_rresp.eq(RESP_DECERR),
+            ]
             with m.Switch(ar_addr):
                 for addr, (blk, reg, i, w) in self.regmap.words().items():
                     with m.Case(addr // WORD_BYTES):
@@ -227,4 +239,4 @@ class AXI4LiteRegisterBank(wiring.Component):
                                 m.d.sync += snapshots[(blk.name, reg.name, i)].eq(value[32:])
                         else:
                             snap = snapshots[(blk.name, reg.name, i)]
-                            m.d.sync += self.s_axil_rdata.eq(snap[32 * (w - 1):32 * w])
+                            m.d.sync += self.s_axil_rdata.eq(snap[32 * (w - 1) : 32 * w])

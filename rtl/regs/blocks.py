@@ -11,6 +11,7 @@ built component (widths and array sizes come from the component, so they follow 
 parameters); :func:`reference_map` is the map of one instance of every block with the
 catalog defaults, which ``gse regs`` documents.
 """
+
 from dataclasses import dataclass, field
 
 from amaranth.hdl import Cat
@@ -20,25 +21,33 @@ from .bank import port_name
 from .from_signature import connect_registers, register_block
 from .system import system_block
 
-__all__ = ["BlockRegisters", "BLOCK_REGISTERS", "block_registers", "connect_block",
-           "reference_map"]
+__all__ = ["BlockRegisters", "BLOCK_REGISTERS", "block_registers", "connect_block", "reference_map"]
 
 
 @dataclass(frozen=True)
 class BlockRegisters:
     doc: str
-    docs: dict                                  # port name -> meaning
+    docs: dict  # port name -> meaning
     resets: dict = field(default_factory=dict)  # RW port -> reset value
-    wired: tuple = ()                           # ports joined to other blocks in a top
-    extra: object = None                        # callable(component) -> [Register]
-    connect_extra: object = None                # callable(m, bank, block, component)
+    wired: tuple = ()  # ports joined to other blocks in a top
+    extra: object = None  # callable(component) -> [Register]
+    connect_extra: object = None  # callable(m, bank, block, component)
 
 
 def _arbiter_weights(component):
-    return [Register("weight", 8, Access.RW, reset=1, count=component.n_tenants, strobe=True,
-                     doc="tenant weight: grants per round-robin round for requesters of "
-                         "tenant `i` (tenant id modulo the array size); a write sends it "
-                         "to the arbiter's `s_cfg`. 0 behaves as 1")]
+    return [
+        Register(
+            "weight",
+            8,
+            Access.RW,
+            reset=1,
+            count=component.n_tenants,
+            strobe=True,
+            doc="tenant weight: grants per round-robin round for requesters of "
+            "tenant `i` (tenant id modulo the array size); a write sends it "
+            "to the arbiter's `s_cfg`. 0 behaves as 1",
+        )
+    ]
 
 
 def _connect_arbiter_weights(m, bank, block, arbiter):
@@ -51,34 +60,37 @@ def _connect_arbiter_weights(m, bank, block, arbiter):
     m.d.comb += arbiter.s_cfg.valid.eq(Cat(*written).any())
     for i in range(reg.count):
         with m.If(written[i]):
-            m.d.comb += [arbiter.s_cfg.payload.tenant.eq(i),
-                         arbiter.s_cfg.payload.weight.eq(values[i])]
+            m.d.comb += [arbiter.s_cfg.payload.tenant.eq(i), arbiter.s_cfg.payload.weight.eq(values[i])]
 
 
 _W = "frames marked bad in `tuser` by the MAC (passed on flagged)"
 
 BLOCK_REGISTERS = {
     "tagger": BlockRegisters(
-        "GSE tagger of a host port (rtl/header/tagger.py)", {
+        "GSE tagger of a host port (rtl/header/tagger.py)",
+        {
             "stat_frames": "frames tagged",
             "stat_drop_spoof": "frames dropped whole: they already carried the GSE EtherType",
             "stat_drop_runt": "frames dropped whole: shorter than 14 bytes",
             "stat_err_frame": _W,
-        }),
+        },
+    ),
     "parser": BlockRegisters(
-        "GSE parser of a fabric port (rtl/header/parser.py)", {
+        "GSE parser of a fabric port (rtl/header/parser.py)",
+        {
             "stat_frames": "GSE frames passed",
             "stat_other": "non-GSE frames passed",
             "stat_drop_runt": "frames dropped whole: ended before the 32-byte header",
             "stat_drop_ver": "frames dropped whole: `ver` is not 1",
             "stat_drop_type": "frames dropped whole: reserved `type`",
             "stat_drop_ttl": "frames dropped whole: `ttl` is 0",
-            "stat_err_len": "DATA frames whose `len` + 18 differs from their length "
-                            "(passed flagged)",
+            "stat_err_len": "DATA frames whose `len` + 18 differs from their length (passed flagged)",
             "stat_err_frame": _W,
-        }),
+        },
+    ),
     "voq": BlockRegisters(
-        "VOQ buffer: shared packet buffer, per-queue accounting (rtl/voq/buffer.py)", {
+        "VOQ buffer: shared packet buffer, per-queue accounting (rtl/voq/buffer.py)",
+        {
             "query_queue": "queue the `query_*` registers show (read them a clock later)",
             "query_pkts": "packets in queue `query_queue`",
             "query_bytes": "bytes in queue `query_queue`",
@@ -89,7 +101,7 @@ BLOCK_REGISTERS = {
             "query_tenant_drops": "packets dropped for tenant `query_tenant`",
             "init_done": "1 once the tables are cleared after reset (no input before)",
             "stat_free_cells": "free cells (free list length, sentinel and the packet "
-                               "being written included)",
+            "being written included)",
             "stat_queued_cells": "cells on queues",
             "stat_deq_cells": "cells taken off a queue, not yet returned",
             "stat_enq_cells": "cells the packet being written occupies",
@@ -101,9 +113,11 @@ BLOCK_REGISTERS = {
             "stat_drop_queue": "packets dropped: queue at its cell limit",
             "stat_drop_tenant": "packets dropped: tenant at its cell limit",
             "stat_drop_dt": "packets dropped: dynamic threshold (alpha x free)",
-        }),
+        },
+    ),
     "grant_arbiter": BlockRegisters(
-        "grant arbiter of one host egress port (rtl/dgsq/arbiter.py)", {
+        "grant arbiter of one host egress port (rtl/dgsq/arbiter.py)",
+        {
             "outstanding": "credit units granted and not yet arrived",
             "slots_used": "live requester slots",
             "stat_grants": "GRANTs issued",
@@ -112,10 +126,14 @@ BLOCK_REGISTERS = {
             "stat_arr_unknown": "arrivals for no live slot (ignored)",
             "stat_lease_expired": "slots freed because their grants' data never came",
             "stat_room_stall": "clocks a grant waited for egress room",
-        }, wired=("egress_room",), extra=_arbiter_weights,
-        connect_extra=_connect_arbiter_weights),
+        },
+        wired=("egress_room",),
+        extra=_arbiter_weights,
+        connect_extra=_connect_arbiter_weights,
+    ),
     "dgsq_manager": BlockRegisters(
-        "DGSQ manager: source-side dynamic queues, REQUESTs, GRANTs (rtl/dgsq/manager.py)", {
+        "DGSQ manager: source-side dynamic queues, REQUESTs, GRANTs (rtl/dgsq/manager.py)",
+        {
             "node_id": "this leaf's node id (`src_node` of its REQUESTs)",
             "ctx_used": "queue contexts in use",
             "stat_pool_full": "packets held because the context pool was full",
@@ -128,52 +146,63 @@ BLOCK_REGISTERS = {
             "stat_grant_gap": "GRANTs whose `seq` skipped one (a GRANT was lost)",
             "stat_grant_unused": "grants whose container left credit unused",
             "stat_releases": "container releases sent to the VOQ",
-        }),
+        },
+    ),
     "ctl_encoder": BlockRegisters(
-        "REQUEST/GRANT frame encoder (rtl/header/control_frames.py)", {
+        "REQUEST/GRANT frame encoder (rtl/header/control_frames.py)",
+        {
             "mac_da": "destination MAC of control frames",
             "mac_sa": "source MAC of control frames",
             "stat_frames": "control frames sent",
-        }),
+        },
+    ),
     "ctl_decoder": BlockRegisters(
-        "REQUEST/GRANT frame decoder (rtl/header/control_frames.py)", {
+        "REQUEST/GRANT frame decoder (rtl/header/control_frames.py)",
+        {
             "stat_ctl": "good REQUEST/GRANT frames",
             "stat_drop_other": "frames dropped: not GSE control (DATA, PROBE, not GSE, "
-                               "shorter than 14 bytes)",
+            "shorter than 14 bytes)",
             "stat_drop_malformed": "frames dropped: bad `ver`, reserved `type`, `ttl` 0 "
-                                   "or shorter than 32 bytes",
+            "or shorter than 32 bytes",
             "stat_drop_err": "frames dropped: flagged bad in `tuser`",
-        }),
+        },
+    ),
     "sprayer": BlockRegisters(
-        "container sprayer over the fabric uplinks (rtl/pktc/sprayer.py)", {
+        "container sprayer over the fabric uplinks (rtl/pktc/sprayer.py)",
+        {
             "stat_containers": "containers sent on uplink `i`",
             "stat_bytes": "bytes sent on uplink `i`",
             "stat_ctrl": "control frames sent",
-            "stat_stall_no_uplink": "clocks a ready container or control frame waited "
-                                    "for a healthy uplink",
-        }, wired=("healthy",)),
+            "stat_stall_no_uplink": "clocks a ready container or control frame waited for a healthy uplink",
+        },
+        wired=("healthy",),
+    ),
     "link_monitor": BlockRegisters(
-        "PROBE keep-alives and the healthy-uplink set (rtl/pktc/link_monitor.py)", {
+        "PROBE keep-alives and the healthy-uplink set (rtl/pktc/link_monitor.py)",
+        {
             "src_node": "this leaf's node id (in PROBEs)",
             "healthy": "uplinks in the healthy set, one bit each",
             "stat_probes_sent": "PROBEs sent on link `i`",
             "stat_probes_rcvd": "PROBEs received on link `i`",
             "stat_probes_missed": "intervals link `i` went without a PROBE or data",
             "stat_down_events": "times link `i` left the healthy set",
-        }, wired=("probe_rx", "link_up")),
+        },
+        wired=("probe_rx", "link_up"),
+    ),
     "reorder": BlockRegisters(
-        "reorder buffer of the fabric ingress (rtl/pktc/reorder.py)", {
+        "reorder buffer of the fabric ingress (rtl/pktc/reorder.py)",
+        {
             "stat_frames_in": "frames received",
             "stat_containers_out": "containers released in order",
             "stat_lost": "containers skipped after the timeout (missing or partial)",
             "stat_drop_dup": "frames of a container already stored or released",
             "stat_drop_window": "frames of a container more than the window ahead",
             "stat_drop_orphan": "frames of a container whose FIRST frame never came",
-            "stat_drop_bad": "containers discarded whole: a frame flagged bad, or larger "
-                             "than a slot",
+            "stat_drop_bad": "containers discarded whole: a frame flagged bad, or larger than a slot",
             "stat_drop_runt": "frames shorter than the 32-byte tagged header",
             "stat_drop_other": "frames not v1 DATA, or from a source out of range",
-        }),
+        },
+    ),
 }
 
 
@@ -182,8 +211,9 @@ def block_registers(kind, component, name=None):
     of kind ``kind`` (``"voq"``, ...), named ``name`` in the map (default ``kind``)."""
     spec = BLOCK_REGISTERS[kind]
     extra = spec.extra(component) if spec.extra else ()
-    return register_block(name or kind, component, spec.docs, doc=spec.doc,
-                          resets=spec.resets, wired=spec.wired, extra=extra)
+    return register_block(
+        name or kind, component, spec.docs, doc=spec.doc, resets=spec.resets, wired=spec.wired, extra=extra
+    )
 
 
 def connect_block(m, bank, kind, block, component):
@@ -202,11 +232,11 @@ def reference_map():
     ``sys`` block: the map ``gse regs`` documents. A top with other parameters or several
     instances builds its own map the same way (see docs/register-map.md)."""
     from ..catalog import get_block
+
     blocks = [system_block()]
     for kind in BLOCK_REGISTERS:
         spec = get_block(kind)
         component = spec.build(**spec.params)
-        component._MustUse__silence = True       # built for its signature only
+        component._MustUse__silence = True  # built for its signature only
         blocks.append(block_registers(kind, component))
-    return RegisterMap(blocks, name="gse",
-                       doc="reference map: one instance of every block, catalog defaults")
+    return RegisterMap(blocks, name="gse", doc="reference map: one instance of every block, catalog defaults")

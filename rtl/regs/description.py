@@ -18,6 +18,7 @@ generated from the same :class:`RegisterMap`, so they cannot disagree.
 Addresses are byte addresses of 32-bit words (bits 1:0 zero). Word ``k`` of a wide
 register holds bits ``32k+31 : 32k``.
 """
+
 import enum
 import json
 import re
@@ -50,6 +51,7 @@ class Access(enum.Enum):
       until the host writes 1 to it (writing 0 leaves it). An event in the same clock
       as the clearing write wins: the bit stays set.
     """
+
     RO = "RO"
     RW = "RW"
     W1C = "W1C"
@@ -63,16 +65,15 @@ class Register:
     reset: int = 0
     doc: str = ""
     count: int = 1
-    offset: int = None          # bytes within the block; None: the next free, aligned
-    const: bool = False         # RO only: the value is ``reset``, driven by the bank
-    strobe: bool = False        # RW only: the bank also pulses ``<port>_written``
+    offset: int = None  # bytes within the block; None: the next free, aligned
+    const: bool = False  # RO only: the value is ``reset``, driven by the bank
+    strobe: bool = False  # RW only: the bank also pulses ``<port>_written``
 
     def __post_init__(self):
         if not _NAME.match(self.name):
             raise ValueError(f"register name {self.name!r}: lower case, digits and _ only")
         if not isinstance(self.access, Access):
-            raise ValueError(f"register {self.name!r}: access must be an Access, "
-                             f"not {self.access!r}")
+            raise ValueError(f"register {self.name!r}: access must be an Access, not {self.access!r}")
         if not 1 <= self.width <= 64:
             raise ValueError(f"register {self.name!r}: width must be 1..64, not {self.width}")
         if self.access == Access.W1C and self.width > 32:
@@ -84,14 +85,17 @@ class Register:
         if not 1 <= self.count <= 4096:
             raise ValueError(f"register {self.name!r}: count must be 1..4096")
         if not 0 <= self.reset < (1 << self.width):
-            raise ValueError(f"register {self.name!r}: reset {self.reset:#x} does not fit "
-                             f"in {self.width} bits")
+            raise ValueError(
+                f"register {self.name!r}: reset {self.reset:#x} does not fit in {self.width} bits"
+            )
         if self.reset and self.access in (Access.RO, Access.W1C) and not self.const:
-            raise ValueError(f"register {self.name!r}: only RW and const registers "
-                             "have a reset value of their own")
+            raise ValueError(
+                f"register {self.name!r}: only RW and const registers have a reset value of their own"
+            )
         if self.offset is not None and (self.offset < 0 or self.offset % self.stride):
-            raise ValueError(f"register {self.name!r}: offset {self.offset:#x} is not "
-                             f"aligned to {self.stride} bytes")
+            raise ValueError(
+                f"register {self.name!r}: offset {self.offset:#x} is not aligned to {self.stride} bytes"
+            )
         if not self.doc:
             raise ValueError(f"register {self.name!r}: say what it means (doc)")
 
@@ -121,10 +125,11 @@ class Register:
 @dataclass
 class RegisterBlock:
     """The registers of one block instance; offsets assigned (or checked) on creation."""
+
     name: str
     registers: list
     doc: str = ""
-    base: int = None            # bytes in the map; None: placed by the RegisterMap
+    base: int = None  # bytes in the map; None: placed by the RegisterMap
 
     def __post_init__(self):
         if not _NAME.match(self.name):
@@ -149,8 +154,10 @@ class RegisterBlock:
         spans = sorted(used)
         for (lo1, hi1, n1), (lo2, hi2, n2) in zip(spans, spans[1:]):
             if lo2 < hi1:
-                raise ValueError(f"block {self.name!r}: registers {n1!r} and {n2!r} overlap "
-                                 f"({lo1:#x}..{hi1:#x} and {lo2:#x}..{hi2:#x})")
+                raise ValueError(
+                    f"block {self.name!r}: registers {n1!r} and {n2!r} overlap "
+                    f"({lo1:#x}..{hi1:#x} and {lo2:#x}..{hi2:#x})"
+                )
         self.registers = placed
         self._by_name = {r.name: r for r in placed}
 
@@ -164,8 +171,9 @@ class RegisterBlock:
         try:
             return self._by_name[name]
         except KeyError:
-            raise KeyError(f"block {self.name!r} has no register {name!r}; registers: "
-                           + ", ".join(self._by_name)) from None
+            raise KeyError(
+                f"block {self.name!r} has no register {name!r}; registers: " + ", ".join(self._by_name)
+            ) from None
 
     def __iter__(self):
         return iter(self.registers)
@@ -177,6 +185,7 @@ class RegisterBlock:
 @dataclass
 class RegisterMap:
     """Blocks placed in one address space. ``name`` prefixes the C header's macros."""
+
     blocks: list
     name: str = "gse"
     doc: str = ""
@@ -187,8 +196,10 @@ class RegisterMap:
         fixed = [b for b in self.blocks if b.base is not None]
         for blk in fixed:
             if blk.base % blk.size:
-                raise ValueError(f"block {blk.name!r}: base {blk.base:#x} is not aligned to "
-                                 f"its window ({blk.size:#x} bytes)")
+                raise ValueError(
+                    f"block {blk.name!r}: base {blk.base:#x} is not aligned to "
+                    f"its window ({blk.size:#x} bytes)"
+                )
             used.append((blk.base, blk.base + blk.size, blk.name))
         cursor = 0
         for blk in self.blocks:
@@ -230,16 +241,18 @@ class RegisterMap:
 
     def registers(self):
         """``(block, register)`` for every register, in address order."""
-        return [(b, r) for b in sorted(self.blocks, key=lambda b: b.base)
-                for r in sorted(b.registers, key=lambda r: r.offset)]
+        return [
+            (b, r)
+            for b in sorted(self.blocks, key=lambda b: b.base)
+            for r in sorted(b.registers, key=lambda r: r.offset)
+        ]
 
     def address(self, block, register, index=0):
         """Byte address of element ``index`` of ``block.register`` (names or objects)."""
         blk = self[block] if isinstance(block, str) else block
         reg = blk[register] if isinstance(register, str) else register
         if not 0 <= index < reg.count:
-            raise IndexError(f"{blk.name}.{reg.name} has {reg.count} element(s), "
-                             f"not index {index}")
+            raise IndexError(f"{blk.name}.{reg.name} has {reg.count} element(s), not index {index}")
         return blk.base + reg.offset + index * reg.stride
 
     def words(self):
@@ -253,26 +266,69 @@ class RegisterMap:
 
     # ---- a canonical form, to ship with a bitstream and to fingerprint the map ----------
     def as_dict(self):
-        return {"name": self.name, "doc": self.doc, "blocks": [
-            {"name": b.name, "base": b.base, "doc": b.doc, "registers": [
-                {"name": r.name, "offset": r.offset, "width": r.width,
-                 "access": r.access.value, "reset": r.reset, "count": r.count,
-                 "const": r.const, "strobe": r.strobe, "doc": r.doc} for r in b.registers]}
-            for b in self.blocks]}
+        return {
+            "name": self.name,
+            "doc": self.doc,
+            "blocks": [
+                {
+                    "name": b.name,
+                    "base": b.base,
+                    "doc": b.doc,
+                    "registers": [
+                        {
+                            "name": r.name,
+                            "offset": r.offset,
+                            "width": r.width,
+                            "access": r.access.value,
+                            "reset": r.reset,
+                            "count": r.count,
+                            "const": r.const,
+                            "strobe": r.strobe,
+                            "doc": r.doc,
+                        }
+                        for r in b.registers
+                    ],
+                }
+                for b in self.blocks
+            ],
+        }
 
     @classmethod
     def from_dict(cls, d):
-        blocks = [RegisterBlock(b["name"], [
-            Register(r["name"], r["width"], Access(r["access"]), r["reset"], r["doc"],
-                     r["count"], r["offset"], r["const"], r["strobe"]) for r in b["registers"]],
-            b["doc"], b["base"]) for b in d["blocks"]]
+        blocks = [
+            RegisterBlock(
+                b["name"],
+                [
+                    Register(
+                        r["name"],
+                        r["width"],
+                        Access(r["access"]),
+                        r["reset"],
+                        r["doc"],
+                        r["count"],
+                        r["offset"],
+                        r["const"],
+                        r["strobe"],
+                    )
+                    for r in b["registers"]
+                ],
+                b["doc"],
+                b["base"],
+            )
+            for b in d["blocks"]
+        ]
         return cls(blocks, d["name"], d["doc"])
 
     def fingerprint(self):
         """CRC-32 of the layout (names, offsets, widths, access, resets, counts; not the
         prose): what the bank's ``sys.map_id`` register returns, so a driver can tell
         that it talks to hardware built from the same description."""
-        layout = [[b.name, b.base, [[r.name, r.offset, r.width, r.access.value,
-                                     r.reset, r.count] for r in b.registers]]
-                  for b in self.blocks]
+        layout = [
+            [
+                b.name,
+                b.base,
+                [[r.name, r.offset, r.width, r.access.value, r.reset, r.count] for r in b.registers],
+            ]
+            for b in self.blocks
+        ]
         return zlib.crc32(json.dumps(layout, separators=(",", ":")).encode())

@@ -14,6 +14,7 @@ plain port must be described (``docs``) or wired, and every description must nam
 port, so a port added to a block, or renamed, fails the description instead of
 silently missing from the map.
 """
+
 from amaranth.hdl import Shape
 from amaranth.lib import wiring
 
@@ -38,7 +39,7 @@ def plain_ports(component):
 
 
 def _reg_name(port):
-    return port[len("stat_"):] if port.startswith("stat_") else port
+    return port[len("stat_") :] if port.startswith("stat_") else port
 
 
 def registers_from_signature(component, docs, *, resets=None, wired=(), extra=()):
@@ -51,21 +52,23 @@ def registers_from_signature(component, docs, *, resets=None, wired=(), extra=()
     ports = plain_ports(component)
     unknown = (set(docs) | set(resets) | set(wired)) - set(ports)
     if unknown:
-        raise ValueError(f"{type(component).__name__}: described ports it does not have: "
-                         + ", ".join(sorted(unknown)))
+        raise ValueError(
+            f"{type(component).__name__}: described ports it does not have: " + ", ".join(sorted(unknown))
+        )
     regs = []
     for name, (flow, width, count) in ports.items():
         if name in wired:
             continue
         if name not in docs:
-            raise ValueError(f"{type(component).__name__}: port {name!r} is neither "
-                             "described nor wired")
+            raise ValueError(f"{type(component).__name__}: port {name!r} is neither described nor wired")
         if flow == wiring.Out:
-            regs.append(Register(_reg_name(name), width, Access.RO, doc=docs[name],
-                                 count=count))
+            regs.append(Register(_reg_name(name), width, Access.RO, doc=docs[name], count=count))
         else:
-            regs.append(Register(_reg_name(name), width, Access.RW,
-                                 reset=resets.pop(name, 0), doc=docs[name], count=count))
+            regs.append(
+                Register(
+                    _reg_name(name), width, Access.RW, reset=resets.pop(name, 0), doc=docs[name], count=count
+                )
+            )
     if resets:
         raise ValueError(f"reset values for outputs: {', '.join(resets)}")
     return regs + list(extra)
@@ -82,8 +85,10 @@ def connect_registers(m, bank, block, component, *, skip=()):
             continue
         src = f"stat_{reg.name}" if f"stat_{reg.name}" in ports else reg.name
         if src not in ports:
-            raise ValueError(f"{block.name}.{reg.name}: {type(component).__name__} has no "
-                             f"port {src!r} (pass it in skip= and connect it yourself)")
+            raise ValueError(
+                f"{block.name}.{reg.name}: {type(component).__name__} has no "
+                f"port {src!r} (pass it in skip= and connect it yourself)"
+            )
         ours, theirs = getattr(bank, port_name(block, reg)), getattr(component, src)
         pairs = zip(ours, theirs) if reg.count > 1 else [(ours, theirs)]
         for a, b in pairs:
@@ -96,6 +101,6 @@ def connect_registers(m, bank, block, component, *, skip=()):
 def register_block(name, component, docs, *, doc="", resets=None, wired=(), extra=()):
     """A :class:`RegisterBlock` named ``name`` for ``component`` (see
     :func:`registers_from_signature`)."""
-    return RegisterBlock(name, registers_from_signature(component, docs, resets=resets,
-                                                        wired=wired, extra=extra), doc)
-
+    return RegisterBlock(
+        name, registers_from_signature(component, docs, resets=resets, wired=wired, extra=extra), doc
+    )

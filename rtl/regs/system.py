@@ -8,6 +8,7 @@
 * ``uptime`` (RO, 64 bits): clocks since reset, a time base for rates (read the low
   word first: it snapshots the high word, see the bank).
 """
+
 from amaranth import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
@@ -16,18 +17,29 @@ from .description import Access, Register, RegisterBlock
 
 __all__ = ["IDENT", "system_block", "SystemCounters"]
 
-IDENT = 0x47534531          # "GSE1"
+IDENT = 0x47534531  # "GSE1"
 
 
 def system_block():
-    return RegisterBlock("sys", [
-        Register("ident", 32, Access.RO, reset=IDENT, const=True,
-                 doc='0x47534531 ("GSE1"): the register bank of an OpenGSE top'),
-        Register("map_id", 32, Access.RO,
-                 doc="CRC-32 fingerprint of the register map the bank was built from"),
-        Register("scratch", 32, Access.RW, doc="no effect: for bus checks"),
-        Register("uptime", 64, Access.RO, doc="clocks since reset"),
-    ], doc="identification and time base")
+    return RegisterBlock(
+        "sys",
+        [
+            Register(
+                "ident",
+                32,
+                Access.RO,
+                reset=IDENT,
+                const=True,
+                doc='0x47534531 ("GSE1"): the register bank of an OpenGSE top',
+            ),
+            Register(
+                "map_id", 32, Access.RO, doc="CRC-32 fingerprint of the register map the bank was built from"
+            ),
+            Register("scratch", 32, Access.RW, doc="no effect: for bus checks"),
+            Register("uptime", 64, Access.RO, doc="clocks since reset"),
+        ],
+        doc="identification and time base",
+    )
 
 
 class SystemCounters(wiring.Component):

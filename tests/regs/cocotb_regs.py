@@ -8,13 +8,21 @@ checks every frame and header that leaves against what it sent, and reads the
 counters, compared with what a plain-Python count of the sent frames predicts. Also:
 reset values, byte strobes, DECERR/SLVERR, a W1C clear, and a 64-bit read across a
 carry of its low word."""
+
 import random
 
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, with_timeout
-from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiResp, AxiStreamBus, AxiStreamFrame,
-                           AxiStreamSink, AxiStreamSource)
+from cocotbext.axi import (
+    AxiLiteBus,
+    AxiLiteMaster,
+    AxiResp,
+    AxiStreamBus,
+    AxiStreamFrame,
+    AxiStreamSink,
+    AxiStreamSource,
+)
 
 from opengse.firmware.regs import AsyncRegisters, RegisterError
 from opengse.rtl.regs.description import Access
@@ -25,7 +33,7 @@ from opengse.sim.valid_ready import FieldStreamSink, FieldStreamSource
 from regs_top import BENCH_FIELDS, EVENT_BAD_FRAME, EVENT_PARSER_DROP, EVENT_SPOOF, top_map
 
 GSE_ETHERTYPE = 0x88B5
-ADDR_WIDTH = 12           # the top's bank decodes a 4 KB window (the map needs 256 bytes)
+ADDR_WIDTH = 12  # the top's bank decodes a 4 KB window (the map needs 256 bytes)
 HDR_FIELDS = ("type", "src_node", "dst_node", "port", "ttl", "tenant", "len", "dgsq")
 
 
@@ -53,9 +61,13 @@ class Bench:
         self.cycle = 0
         cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
-        for ch in (self.axil.write_if.aw_channel, self.axil.write_if.w_channel,
-                   self.axil.write_if.b_channel, self.axil.read_if.ar_channel,
-                   self.axil.read_if.r_channel):
+        for ch in (
+            self.axil.write_if.aw_channel,
+            self.axil.write_if.w_channel,
+            self.axil.write_if.b_channel,
+            self.axil.read_if.ar_channel,
+            self.axil.read_if.r_channel,
+        ):
             ch.set_pause_generator(random_pause(self.rng, 0.3))
         self.regmap = top_map(test_params()["data_width"])
         self.bus = AxilBus(self.axil)
@@ -68,10 +80,17 @@ class Bench:
         self.sink.set_pause_generator(random_pause(self.rng, 0.3))
         self.hdr_out.set_pause_generator(random_pause(self.rng, 0.3))
         # What the blocks should count, from what was sent (a plain-Python model).
-        self.expect = {"tagger.frames": 0, "tagger.drop_spoof": 0, "tagger.drop_runt": 0,
-                       "tagger.err_frame": 0, "parser.frames": 0, "parser.drop_ttl": 0,
-                       "parser.err_len": 0, "parser.err_frame": 0}
-        self.passing = []          # (frame, bad flag, header) expected at the output
+        self.expect = {
+            "tagger.frames": 0,
+            "tagger.drop_spoof": 0,
+            "tagger.drop_runt": 0,
+            "tagger.err_frame": 0,
+            "parser.frames": 0,
+            "parser.drop_ttl": 0,
+            "parser.err_len": 0,
+            "parser.err_frame": 0,
+        }
+        self.passing = []  # (frame, bad flag, header) expected at the output
 
     async def start(self):
         cocotb.start_soon(self._count())
@@ -87,12 +106,22 @@ class Bench:
         if kind == "runt":
             raw = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 14)))
         else:
-            raw = random_frame(rng, rng.choice([14, 60, 61, 64, 127, 256, 1000, 1514]),
-                               ethertype=GSE_ETHERTYPE if kind == "spoof" else None)
-        hdr = {"type": 0, "flags": rng.randrange(8), "tc": rng.randrange(8),
-               "tenant": rng.randrange(4096), "dst_node": rng.randrange(65536),
-               "port": rng.randrange(256), "seq": rng.randrange(65536),
-               "dgsq": rng.randrange(65536), "len": len(raw)}
+            raw = random_frame(
+                rng,
+                rng.choice([14, 60, 61, 64, 127, 256, 1000, 1514]),
+                ethertype=GSE_ETHERTYPE if kind == "spoof" else None,
+            )
+        hdr = {
+            "type": 0,
+            "flags": rng.randrange(8),
+            "tc": rng.randrange(8),
+            "tenant": rng.randrange(4096),
+            "dst_node": rng.randrange(65536),
+            "port": rng.randrange(256),
+            "seq": rng.randrange(65536),
+            "dgsq": rng.randrange(65536),
+            "len": len(raw),
+        }
         if kind == "len":
             hdr["len"] = (len(raw) + rng.randrange(1, 100)) % 65536
         bad = kind == "bad"
@@ -113,8 +142,7 @@ class Bench:
         e["parser.frames"] += 1
         e["parser.err_frame"] += bad
         e["parser.err_len"] += kind == "len"
-        self.passing.append((raw, bad or kind == "len",
-                             {**hdr, "src_node": node_id, "ttl": ttl}))
+        self.passing.append((raw, bad or kind == "len", {**hdr, "src_node": node_id, "ttl": ttl}))
 
     async def drain(self):
         """Receive every expected frame and header and compare; nothing else leaves."""
@@ -174,7 +202,7 @@ async def test_uptime_read_is_atomic_across_a_carry(dut):
     else:
         assert False, "uptime never passed 2**32 + 500 within 3000 reads"
     assert straddled, "no read straddled the carry"
-    v = await b.regs.read("sys.uptime")           # the driver, low word first
+    v = await b.regs.read("sys.uptime")  # the driver, low word first
     assert v - k_hi <= b.cycle and v >= 2**32 + 500
 
 
@@ -188,8 +216,9 @@ async def test_configuration_counters_and_errors(dut):
     # Reset values from the description, read over the bus.
     for blk, reg in b.regmap.registers():
         if reg.access == Access.RW or reg.const:
-            assert await regs.read(f"{blk.name}.{reg.name}") == reg.reset, \
+            assert await regs.read(f"{blk.name}.{reg.name}") == reg.reset, (
                 f"{blk.name}.{reg.name} does not reset to {reg.reset:#x}"
+            )
     assert await regs.read("ingress.events") == 0
 
     # Byte strobes: write byte 1 of sys.scratch alone.
@@ -202,7 +231,7 @@ async def test_configuration_counters_and_errors(dut):
     # read names its word.
     r = await b.axil.read(scratch + 2, 1)
     assert r.resp == AxiResp.OKAY and r.data == b"\x22"
-    hole = b.regmap.address("sys", "scratch") + 4          # between scratch and uptime
+    hole = b.regmap.address("sys", "scratch") + 4  # between scratch and uptime
     assert hole not in b.regmap.words()
     tagger_gap = b.regmap.address("tagger", "err_frame") + 4
     for addr in (hole, hole + 3, tagger_gap, b.regmap.size, (1 << ADDR_WIDTH) - 4):
@@ -234,7 +263,7 @@ async def test_configuration_counters_and_errors(dut):
 
     # W1C: spoof and bad-frame flags are set, the parser-drop flag is not.
     assert await regs.read("ingress.events") == EVENT_SPOOF | EVENT_BAD_FRAME
-    await regs.clear("ingress.events", 0)                     # writing 0 clears nothing
+    await regs.clear("ingress.events", 0)  # writing 0 clears nothing
     assert await regs.read("ingress.events") == EVENT_SPOOF | EVENT_BAD_FRAME
     await regs.clear("ingress.events", EVENT_SPOOF)
     assert await regs.read("ingress.events") == EVENT_BAD_FRAME

@@ -10,6 +10,7 @@ frame marked bad passed. ``sys.uptime`` starts at ``uptime_init`` (near a 32-bit
 the test). Every counter of both blocks is an RO register, wired by
 :func:`~opengse.rtl.regs.blocks.connect_block`.
 """
+
 from amaranth import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -33,37 +34,54 @@ PARSER_DROPS = ("drop_runt", "drop_ver", "drop_type", "drop_ttl")
 
 
 def ingress_block():
-    return RegisterBlock("ingress", [
-        Register("node_id", 16, Access.RW, doc="src_node stamped into every frame"),
-        Register("ttl", 8, Access.RW, reset=64, doc="ttl stamped into every frame"),
-        Register("events", 3, Access.W1C,
-                 doc="bit 0: parser dropped a frame; bit 1: tagger dropped a spoofed "
-                     "frame; bit 2: a frame marked bad passed"),
-    ], doc="the test top's own registers")
+    return RegisterBlock(
+        "ingress",
+        [
+            Register("node_id", 16, Access.RW, doc="src_node stamped into every frame"),
+            Register("ttl", 8, Access.RW, reset=64, doc="ttl stamped into every frame"),
+            Register(
+                "events",
+                3,
+                Access.W1C,
+                doc="bit 0: parser dropped a frame; bit 1: tagger dropped a spoofed "
+                "frame; bit 2: a frame marked bad passed",
+            ),
+        ],
+        doc="the test top's own registers",
+    )
 
 
 def top_map(data_width=64):
     tagger, parser = GSETagger(data_width), GSEParser(data_width, strip=1)
     for c in (tagger, parser):
         c._MustUse__silence = True
-    return RegisterMap([system_block(), block_registers("tagger", tagger),
-                        block_registers("parser", parser), ingress_block()],
-                       name="top", doc="test top: tagger + parser")
+    return RegisterMap(
+        [
+            system_block(),
+            block_registers("tagger", tagger),
+            block_registers("parser", parser),
+            ingress_block(),
+        ],
+        name="top",
+        doc="test top: tagger + parser",
+    )
 
 
 class RegsTop(wiring.Component):
     def __init__(self, data_width=64, uptime_init=0):
         self.data_width, self.uptime_init = data_width, uptime_init
         self.regmap = top_map(data_width)
-        self._bank = AXI4LiteRegisterBank(self.regmap, addr_width=12)   # a 4 KB window
+        self._bank = AXI4LiteRegisterBank(self.regmap, addr_width=12)  # a 4 KB window
         axil = {n: m for n, m in self._bank.signature.members.items() if n.startswith("s_axil_")}
-        super().__init__({
-            "s_axis": In(AXIStreamSignature(data_width)),
-            "s_hdr": In(stream.Signature(BenchHeaderLayout)),
-            "m_axis": Out(AXIStreamSignature(data_width)),
-            "m_hdr": Out(stream.Signature(ParsedHeaderLayout)),
-            **axil,
-        })
+        super().__init__(
+            {
+                "s_axis": In(AXIStreamSignature(data_width)),
+                "s_hdr": In(stream.Signature(BenchHeaderLayout)),
+                "m_axis": Out(AXIStreamSignature(data_width)),
+                "m_hdr": Out(stream.Signature(ParsedHeaderLayout)),
+                **axil,
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -74,7 +92,7 @@ class RegsTop(wiring.Component):
         for name, member in bank.signature.members.items():
             if name.startswith("s_axil_"):
                 ours, theirs = getattr(self, name), getattr(bank, name)
-                m.d.comb += (theirs.eq(ours) if member.flow == In else ours.eq(theirs))
+                m.d.comb += theirs.eq(ours) if member.flow == In else ours.eq(theirs)
         connect_registers(m, bank, self.regmap["sys"], sysc, skip=("scratch",))
         connect_block(m, bank, "tagger", self.regmap["tagger"], tagger)
         connect_block(m, bank, "parser", self.regmap["parser"], parser)
@@ -83,10 +101,12 @@ class RegsTop(wiring.Component):
         wiring.connect(m, wiring.flipped(self.s_axis), tagger.s_axis)
         for name in BENCH_FIELDS:
             m.d.comb += tagger.s_hdr.payload[name].eq(self.s_hdr.payload[name])
-        m.d.comb += [tagger.s_hdr.payload.src_node.eq(bank.ingress_node_id),
-                     tagger.s_hdr.payload.ttl.eq(bank.ingress_ttl),
-                     tagger.s_hdr.valid.eq(self.s_hdr.valid),
-                     self.s_hdr.ready.eq(tagger.s_hdr.ready)]
+        m.d.comb += [
+            tagger.s_hdr.payload.src_node.eq(bank.ingress_node_id),
+            tagger.s_hdr.payload.ttl.eq(bank.ingress_ttl),
+            tagger.s_hdr.valid.eq(self.s_hdr.valid),
+            self.s_hdr.ready.eq(tagger.s_hdr.ready),
+        ]
         wiring.connect(m, tagger.m_axis, parser.s_axis)
         wiring.connect(m, parser.m_axis, wiring.flipped(self.m_axis))
         wiring.connect(m, parser.m_hdr, wiring.flipped(self.m_hdr))
@@ -96,16 +116,22 @@ class RegsTop(wiring.Component):
             last = Signal.like(counter)
             m.d.sync += last.eq(counter)
             return last != counter
+
         drop = 0
         for n in PARSER_DROPS:
             drop = drop | moved(getattr(parser, f"stat_{n}"))
         m.d.comb += bank.ingress_events.eq(
-            drop | (moved(tagger.stat_drop_spoof) << 1)
-            | ((moved(tagger.stat_err_frame) | moved(parser.stat_err_frame)) << 2))
+            drop
+            | (moved(tagger.stat_drop_spoof) << 1)
+            | ((moved(tagger.stat_err_frame) | moved(parser.stat_err_frame)) << 2)
+        )
         return m
 
 
-TOP = BlockSpec(name="regs_top", module="gse_regs_top",
-                factory=lambda data_width, uptime_init: RegsTop(data_width, uptime_init),
-                params={"data_width": 64, "uptime_init": 0},
-                description="test-only: tagger + parser behind an AXI4-Lite register bank")
+TOP = BlockSpec(
+    name="regs_top",
+    module="gse_regs_top",
+    factory=lambda data_width, uptime_init: RegsTop(data_width, uptime_init),
+    params={"data_width": 64, "uptime_init": 0},
+    description="test-only: tagger + parser behind an AXI4-Lite register bank",
+)

@@ -1,4 +1,5 @@
 """The AXI4-Lite register bank in a composed top, on Verilator (see cocotb_regs.py)."""
+
 from opengse.sim.runner import run_cocotb
 from regs_top import TOP
 

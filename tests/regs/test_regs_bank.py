@@ -2,6 +2,7 @@
 48-bit RW register with a write strobe, a 64-bit RO counter, W1C bits), in Amaranth's
 simulator, driven through the Python driver; plus its ports against the description
 and lint of the reference map's bank."""
+
 import pytest
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
@@ -9,22 +10,32 @@ from amaranth.sim import Simulator
 from opengse.firmware.regs import AsyncRegisters, RegisterError
 from opengse.platforms.export import write_export
 from opengse.platforms.lint import lint
-from opengse.rtl.regs.bank import (RESP_DECERR, RESP_OKAY, RESP_SLVERR, AXI4LiteRegisterBank,
-                                   port_name)
+from opengse.rtl.regs.bank import RESP_DECERR, RESP_OKAY, RESP_SLVERR, AXI4LiteRegisterBank, port_name
 from opengse.rtl.regs.blocks import reference_map
 from opengse.rtl.regs.description import Access, Register, RegisterBlock, RegisterMap
 from opengse.rtl.regs.system import IDENT, system_block
 
 
 def small_map():
-    return RegisterMap([system_block(), RegisterBlock("blk", [
-        Register("count", 20, Access.RO, doc="an RO counter"),
-        Register("lanes", 12, Access.RO, count=3, doc="an RO array"),
-        Register("mac", 48, Access.RW, reset=0x0200_0000_0001, strobe=True, doc="wide RW"),
-        Register("weight", 8, Access.RW, reset=1, count=4, strobe=True, doc="RW array"),
-        Register("big", 64, Access.RO, doc="a 64-bit counter"),
-        Register("flags", 10, Access.W1C, doc="sticky events"),
-    ], doc="every kind")], name="t", doc="test")
+    return RegisterMap(
+        [
+            system_block(),
+            RegisterBlock(
+                "blk",
+                [
+                    Register("count", 20, Access.RO, doc="an RO counter"),
+                    Register("lanes", 12, Access.RO, count=3, doc="an RO array"),
+                    Register("mac", 48, Access.RW, reset=0x0200_0000_0001, strobe=True, doc="wide RW"),
+                    Register("weight", 8, Access.RW, reset=1, count=4, strobe=True, doc="RW array"),
+                    Register("big", 64, Access.RO, doc="a 64-bit counter"),
+                    Register("flags", 10, Access.W1C, doc="sticky events"),
+                ],
+                doc="every kind",
+            ),
+        ],
+        name="t",
+        doc="test",
+    )
 
 
 class SimBus:
@@ -96,13 +107,14 @@ def run(dut, bench):
 
 def test_bank_semantics():
     regmap = small_map()
-    dut = AXI4LiteRegisterBank(regmap, addr_width=regmap.addr_width + 1)   # room above it
+    dut = AXI4LiteRegisterBank(regmap, addr_width=regmap.addr_width + 1)  # room above it
     strobes = []
 
     async def watch_strobes(ctx):
         # Sampled at each clock edge, before it: the strobe and the value it announces.
         async for clk_edge, rst, mac_w, mac, *rest in ctx.tick().sample(
-                dut.blk_mac_written, dut.blk_mac, *dut.blk_weight_written, *dut.blk_weight):
+            dut.blk_mac_written, dut.blk_mac, *dut.blk_weight_written, *dut.blk_weight
+        ):
             ws, weights = rest[:4], rest[4:]
             if mac_w or any(ws):
                 strobes.append(("mac" if mac_w else f"weight{ws.index(1)}", mac, weights))
@@ -131,7 +143,7 @@ def test_bank_semantics():
         assert await bus.write(mac_addr + 4, 0x1122) == RESP_OKAY
         assert ctx.get(dut.blk_mac) == 0x1122_DDCCBBAA
         assert strobes[-1][0] == "mac" and len([s for s in strobes if s[0] == "mac"]) == 1
-        await bus.write(mac_addr + 4, 0x3344, strb=0b0001)    # top word alone, byte 0 only
+        await bus.write(mac_addr + 4, 0x3344, strb=0b0001)  # top word alone, byte 0 only
         assert ctx.get(dut.blk_mac) == 0x1144_DDCCBBAA
         await regs.write("blk.mac", 0xFFFF_0000_1234)
         assert await regs.read("blk.mac") == 0xFFFF_0000_1234
@@ -139,7 +151,7 @@ def test_bank_semantics():
         big = regmap.address("blk", "big")
         ctx.set(dut.blk_big, 0x0000_0005_FFFF_FFF0)
         assert await bus.read32(big) == 0xFFFF_FFF0
-        ctx.set(dut.blk_big, 0x0000_0006_0000_0001)          # the carry, between the reads
+        ctx.set(dut.blk_big, 0x0000_0006_0000_0001)  # the carry, between the reads
         assert await bus.read32(big + 4) == 5
         assert await regs.read("blk.big") == 0x0000_0006_0000_0001
         # W1C: events set sticky bits, writing 1 clears, an event held during the clear wins.
@@ -155,7 +167,7 @@ def test_bank_semantics():
         ctx.set(dut.blk_flags, 0)
         assert await regs.read("blk.flags") == 0b100, "an event during its clear was lost"
         flags = regmap.address("blk", "flags")
-        await bus.write(flags, 0xFFFF_FFFF, strb=0b0010)     # byte 1 only: bit 2 stays
+        await bus.write(flags, 0xFFFF_FFFF, strb=0b0010)  # byte 1 only: bit 2 stays
         assert await regs.read("blk.flags") == 0b100
         await regs.clear("blk.flags")
         assert await regs.read("blk.flags") == 0
@@ -163,16 +175,21 @@ def test_bank_semantics():
         assert await bus.write(regmap.address("blk", "count"), 1) == RESP_SLVERR
         assert await bus.write(big + 4, 1) == RESP_SLVERR
         assert await regs.read("blk.count") == 0xABCDE
-        for addr in (regmap.address("sys", "scratch") + 4, regmap.size,
-                     (1 << dut.addr_width) - 4):
+        for addr in (regmap.address("sys", "scratch") + 4, regmap.size, (1 << dut.addr_width) - 4):
             assert await bus.read(addr) == (0, RESP_DECERR)
             assert await bus.write(addr, 0xFFFFFFFF) == RESP_DECERR
         assert await regs.read("blk.mac") == 0xFFFF_0000_1234
         # Driver refusals never reach the bus.
-        for bad in (lambda: regs.write("blk.count", 1), lambda: regs.write("blk.flags", 1),
-                    lambda: regs.write("blk.weight", 256, 0), lambda: regs.read("blk.weight"),
-                    lambda: regs.read("blk.nothing"), lambda: regs.read("blk.weight", 4),
-                    lambda: regs.write("blk.mac", -1), lambda: regs.clear("blk.mac")):
+        for bad in (
+            lambda: regs.write("blk.count", 1),
+            lambda: regs.write("blk.flags", 1),
+            lambda: regs.write("blk.weight", 256, 0),
+            lambda: regs.read("blk.weight"),
+            lambda: regs.read("blk.nothing"),
+            lambda: regs.read("blk.weight", 4),
+            lambda: regs.write("blk.mac", -1),
+            lambda: regs.clear("blk.mac"),
+        ):
             with pytest.raises(RegisterError):
                 await bad()
 
@@ -185,21 +202,24 @@ def test_bank_semantics():
 
 def test_driver_refuses_another_map():
     regmap = small_map()
-    other = RegisterMap([system_block(), RegisterBlock("blk", [
-        Register("count", 21, Access.RO, doc="an RO counter")])], name="t")
+    other = RegisterMap(
+        [system_block(), RegisterBlock("blk", [Register("count", 21, Access.RO, doc="an RO counter")])],
+        name="t",
+    )
     dut = AXI4LiteRegisterBank(regmap)
 
     async def bench(ctx):
         ctx.set(dut.sys_map_id, regmap.fingerprint())
         with pytest.raises(RegisterError, match="is not this description"):
             await AsyncRegisters(SimBus(ctx, dut), other).check()
+
     run(dut, bench)
 
 
 def test_bank_ports_follow_the_description():
     regmap = reference_map()
     bank = AXI4LiteRegisterBank(regmap)
-    bank._MustUse__silence = True          # only its signature is checked
+    bank._MustUse__silence = True  # only its signature is checked
     members = bank.signature.members
     expected = set(n for n in members if n.startswith("s_axil_"))
     for blk, reg in regmap.registers():
@@ -245,8 +265,11 @@ def test_arbiter_weight_write_is_one_cfg_transfer():
 
     async def watch(ctx):
         async for _clk, _rst, valid, ready, tenant, weight in ctx.tick().sample(
-                arbiter.s_cfg.valid, arbiter.s_cfg.ready, arbiter.s_cfg.payload.tenant,
-                arbiter.s_cfg.payload.weight):
+            arbiter.s_cfg.valid,
+            arbiter.s_cfg.ready,
+            arbiter.s_cfg.payload.tenant,
+            arbiter.s_cfg.payload.weight,
+        ):
             if valid:
                 seen.append((ready, tenant, weight))
 

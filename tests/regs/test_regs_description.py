@@ -9,6 +9,7 @@
   is built from the same object: test_regs_bank.py checks its ports, the AXI4-Lite
   test its behaviour).
 """
+
 import re
 import shutil
 import subprocess
@@ -38,22 +39,39 @@ def regmap():
 
 # ---- the description ----------------------------------------------------------------------
 
+
 def test_offsets_are_assigned_aligned_and_checked():
-    blk = RegisterBlock("b", [Register("a", 8, Access.RW, doc="a"),
-                              Register("wide", 40, Access.RO, doc="w"),
-                              Register("arr", 32, Access.RO, count=3, doc="x"),
-                              Register("fixed", 32, Access.RW, offset=0x30, doc="f"),
-                              Register("after", 1, Access.W1C, doc="z")])
-    assert [(r.name, r.offset) for r in blk] == [("a", 0), ("wide", 8), ("arr", 0x10),
-                                                 ("fixed", 0x30), ("after", 0x34)]
+    blk = RegisterBlock(
+        "b",
+        [
+            Register("a", 8, Access.RW, doc="a"),
+            Register("wide", 40, Access.RO, doc="w"),
+            Register("arr", 32, Access.RO, count=3, doc="x"),
+            Register("fixed", 32, Access.RW, offset=0x30, doc="f"),
+            Register("after", 1, Access.W1C, doc="z"),
+        ],
+    )
+    assert [(r.name, r.offset) for r in blk] == [
+        ("a", 0),
+        ("wide", 8),
+        ("arr", 0x10),
+        ("fixed", 0x30),
+        ("after", 0x34),
+    ]
     assert blk.size == 64
     # An automatic offset steps around fixed ones; two fixed ones must not overlap.
-    blk = RegisterBlock("b", [Register("a", 32, Access.RO, count=4, doc="a"),
-                              Register("b", 32, Access.RO, offset=8, doc="b")])
+    blk = RegisterBlock(
+        "b", [Register("a", 32, Access.RO, count=4, doc="a"), Register("b", 32, Access.RO, offset=8, doc="b")]
+    )
     assert [(r.name, r.offset) for r in blk] == [("a", 12), ("b", 8)]
     with pytest.raises(ValueError, match="overlap"):
-        RegisterBlock("b", [Register("a", 32, Access.RO, count=4, offset=0, doc="a"),
-                            Register("b", 32, Access.RO, offset=8, doc="b")])
+        RegisterBlock(
+            "b",
+            [
+                Register("a", 32, Access.RO, count=4, offset=0, doc="a"),
+                Register("b", 32, Access.RO, offset=8, doc="b"),
+            ],
+        )
     with pytest.raises(ValueError, match="aligned"):
         Register("w", 64, Access.RO, offset=4, doc="w")
     with pytest.raises(ValueError, match="twice"):
@@ -63,11 +81,19 @@ def test_offsets_are_assigned_aligned_and_checked():
     with pytest.raises(ValueError, match="doc"):
         Register("r", 4, Access.RW)
     with pytest.raises(ValueError, match="overlap"):
-        RegisterMap([RegisterBlock("a", [Register("x", 1, Access.RO, doc="x")], base=0),
-                     RegisterBlock("b", [Register("y", 1, Access.RO, doc="y")], base=0)])
-    m = RegisterMap([RegisterBlock("a", [Register("x", 1, Access.RO, doc="x")], base=0x40),
-                     RegisterBlock("b", [Register("y", 32, Access.RO, count=20, doc="y")]),
-                     RegisterBlock("c", [Register("z", 1, Access.RO, doc="z")])])
+        RegisterMap(
+            [
+                RegisterBlock("a", [Register("x", 1, Access.RO, doc="x")], base=0),
+                RegisterBlock("b", [Register("y", 1, Access.RO, doc="y")], base=0),
+            ]
+        )
+    m = RegisterMap(
+        [
+            RegisterBlock("a", [Register("x", 1, Access.RO, doc="x")], base=0x40),
+            RegisterBlock("b", [Register("y", 32, Access.RO, count=20, doc="y")]),
+            RegisterBlock("c", [Register("z", 1, Access.RO, doc="z")]),
+        ]
+    )
     assert [(b.name, b.base) for b in m] == [("a", 0x40), ("b", 0x80), ("c", 0x100)]
 
 
@@ -115,37 +141,49 @@ def test_an_undescribed_port_fails_the_description():
         registers_from_signature(b, {"stat_a": "a", "cfg": "c"})
     with pytest.raises(ValueError, match="does not have"):
         registers_from_signature(b, {"stat_a": "a", "stat_new": "n", "cfg": "c", "gone": "g"})
-    regs = registers_from_signature(b, {"stat_a": "a", "stat_new": "n", "cfg": "c"},
-                                    resets={"cfg": 5})
+    regs = registers_from_signature(b, {"stat_a": "a", "stat_new": "n", "cfg": "c"}, resets={"cfg": 5})
     assert [(r.name, r.access, r.reset) for r in regs] == [
-        ("a", Access.RO, 0), ("new", Access.RO, 0), ("cfg", Access.RW, 5)]
+        ("a", Access.RO, 0),
+        ("new", Access.RO, 0),
+        ("cfg", Access.RW, 5),
+    ]
 
 
 # ---- the generated files --------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("rel", [DOCS_PATH, HEADER_PATH], ids=str)
 def test_committed_file_is_what_gse_regs_generates(rel):
-    assert (ROOT / rel).read_text() == reference_outputs()[rel], \
-        f"{rel} is out of date: run `gse regs`"
+    assert (ROOT / rel).read_text() == reference_outputs()[rel], f"{rel} is out of date: run `gse regs`"
 
 
 def _expected(regmap):
     """{name: (address, width, access, reset, count, stride)} from the description."""
-    return {f"{b.name}.{r.name}": (regmap.address(b, r), r.width, r.access.value,
-                                   r.reset, r.count, r.stride)
-            for b, r in regmap.registers()}
+    return {
+        f"{b.name}.{r.name}": (regmap.address(b, r), r.width, r.access.value, r.reset, r.count, r.stride)
+        for b, r in regmap.registers()
+    }
 
 
 def test_docs_table_parses_back_to_the_description(regmap):
     text = (ROOT / DOCS_PATH).read_text()
-    rows = re.findall(r"^\| (0x[0-9a-f]+) \| `([\w.]+)(?:\[(\d+)\])?` \| (\w+) \| (\d+) \| "
-                      r"(0x[0-9a-f]+|—) \| (\d+|—) \|", text, re.M)
+    rows = re.findall(
+        r"^\| (0x[0-9a-f]+) \| `([\w.]+)(?:\[(\d+)\])?` \| (\w+) \| (\d+) \| "
+        r"(0x[0-9a-f]+|—) \| (\d+|—) \|",
+        text,
+        re.M,
+    )
     got = {}
     for addr, name, count, access, width, reset, stride in rows:
         reg = regmap[name.split(".")[0]][name.split(".")[1]]
-        got[name] = (int(addr, 16), int(width), access,
-                     0 if reset == "—" else int(reset, 16), int(count or 1),
-                     int(stride) if stride != "—" else reg.stride)
+        got[name] = (
+            int(addr, 16),
+            int(width),
+            access,
+            0 if reset == "—" else int(reset, 16),
+            int(count or 1),
+            int(stride) if stride != "—" else reg.stride,
+        )
         if reset == "—":
             assert reg.reset == 0 and reg.access != Access.RW
     assert got == _expected(regmap)
@@ -157,14 +195,23 @@ def test_header_parses_back_to_the_description(regmap):
     defs = {k: v for k, v in re.findall(r"^#define (\w+) (\S+)$", text, re.M)}
 
     def num(v):
-        return int(re.sub(r"u?l*$", "", v.lower()), 0) if not v.startswith("GSE_") else \
-            {"GSE_ACCESS_RO": "RO", "GSE_ACCESS_RW": "RW", "GSE_ACCESS_W1C": "W1C"}[v]
+        return (
+            int(re.sub(r"u?l*$", "", v.lower()), 0)
+            if not v.startswith("GSE_")
+            else {"GSE_ACCESS_RO": "RO", "GSE_ACCESS_RW": "RW", "GSE_ACCESS_W1C": "W1C"}[v]
+        )
+
     got = {}
     for blk, reg in regmap.registers():
         m = f"GSE_{blk.name.upper()}_{reg.name.upper()}"
-        got[f"{blk.name}.{reg.name}"] = (num(defs[m + "_ADDR"]), num(defs[m + "_WIDTH"]),
-                                         num(defs[m + "_ACCESS"]), num(defs[m + "_RESET"]),
-                                         num(defs[m + "_COUNT"]), num(defs[m + "_STRIDE"]))
+        got[f"{blk.name}.{reg.name}"] = (
+            num(defs[m + "_ADDR"]),
+            num(defs[m + "_WIDTH"]),
+            num(defs[m + "_ACCESS"]),
+            num(defs[m + "_RESET"]),
+            num(defs[m + "_COUNT"]),
+            num(defs[m + "_STRIDE"]),
+        )
         assert num(defs[m + "_MASK"]) == reg.mask and num(defs[m + "_WORDS"]) == reg.words
         assert num(defs[f"GSE_{blk.name.upper()}_BASE"]) == blk.base
     assert got == _expected(regmap)
@@ -178,29 +225,35 @@ def test_header_compiles_and_agrees_in_cxx(regmap, tmp_path):
     lines = [f'#include "{ROOT / HEADER_PATH}"', "#include <cstdint>"]
     for blk, reg in regmap.registers():
         m = f"GSE_{blk.name.upper()}_{reg.name.upper()}"
-        lines.append(f"static_assert({m}_ADDR == {regmap.address(blk, reg)}u, \"{m}\");")
-        lines.append(f"static_assert({m}_MASK == {reg.mask}ull, \"{m}\");")
-        lines.append(f"static_assert({m}_RESET == {reg.reset}ull, \"{m}\");")
+        lines.append(f'static_assert({m}_ADDR == {regmap.address(blk, reg)}u, "{m}");')
+        lines.append(f'static_assert({m}_MASK == {reg.mask}ull, "{m}");')
+        lines.append(f'static_assert({m}_RESET == {reg.reset}ull, "{m}");')
         if reg.count > 1:
-            lines.append(f"static_assert({m}_ADDR_I({reg.count - 1}) == "
-                         f"{regmap.address(blk, reg, reg.count - 1)}u, \"{m}\");")
+            lines.append(
+                f"static_assert({m}_ADDR_I({reg.count - 1}) == "
+                f'{regmap.address(blk, reg, reg.count - 1)}u, "{m}");'
+            )
     src = tmp_path / "check.cpp"
     src.write_text("\n".join(lines) + "\n")
-    for cmd in (["g++", "-fsyntax-only", "-Wall", "-Werror", "-std=c++11", str(src)],
-                ["g++", "-fsyntax-only", "-Wall", "-Werror", "-x", "c", "-std=c99",
-                 str(ROOT / HEADER_PATH)]):
+    for cmd in (
+        ["g++", "-fsyntax-only", "-Wall", "-Werror", "-std=c++11", str(src)],
+        ["g++", "-fsyntax-only", "-Wall", "-Werror", "-x", "c", "-std=c99", str(ROOT / HEADER_PATH)],
+    ):
         proc = subprocess.run(cmd, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
 
 
 # ---- the driver -------------------------------------------------------------------------------
 
+
 class RecordingBus:
     """A word memory that records each access; ident and map_id preset."""
 
     def __init__(self, regmap):
-        self.mem = {regmap.address("sys", "ident"): IDENT,
-                    regmap.address("sys", "map_id"): regmap.fingerprint()}
+        self.mem = {
+            regmap.address("sys", "ident"): IDENT,
+            regmap.address("sys", "map_id"): regmap.fingerprint(),
+        }
         self.log = []
 
     def read32(self, addr):
@@ -224,10 +277,11 @@ def test_driver_reaches_every_register_at_its_address(regmap):
             assert bus.log == [("r", addr + 4 * w) for w in range(reg.words)]
             if reg.access == Access.RW:
                 bus.log.clear()
-                value = reg.mask ^ (reg.mask >> 1)          # the top bit
+                value = reg.mask ^ (reg.mask >> 1)  # the top bit
                 regs.write(f"{blk.name}.{reg.name}", value, i if reg.count > 1 else None)
-                assert bus.log == [("w", addr + 4 * w, (value >> 32 * w) & 0xFFFFFFFF)
-                                   for w in range(reg.words)]
+                assert bus.log == [
+                    ("w", addr + 4 * w, (value >> 32 * w) & 0xFFFFFFFF) for w in range(reg.words)
+                ]
                 assert regs.read(f"{blk.name}.{reg.name}", i if reg.count > 1 else None) == value
 
 
@@ -244,14 +298,16 @@ def test_driver_attribute_access_and_errors(regmap):
     bus.mem[regmap.address("sprayer", "bytes", 2)] = 77
     assert list(regs.sprayer.bytes) == [0, 0, 77, 0]
     assert regs.read("sprayer.bytes[2]") == 77
-    for bad, match in [(lambda: regs.nothing, "unknown block"),
-                       (lambda: regs.tagger.nothing, "unknown register"),
-                       (lambda: setattr(regs.tagger, "frames", 1), "read-only"),
-                       (lambda: setattr(regs.voq, "query_queue", 1 << 10), "out of range"),
-                       (lambda: setattr(regs.voq, "query_queue", "3"), "not an integer"),
-                       (lambda: regs.grant_arbiter.weight[16], "out of range"),
-                       (lambda: regs.read("tagger"), "block.register"),
-                       (lambda: regs.clear("tagger.frames"), "not a W1C")]:
+    for bad, match in [
+        (lambda: regs.nothing, "unknown block"),
+        (lambda: regs.tagger.nothing, "unknown register"),
+        (lambda: setattr(regs.tagger, "frames", 1), "read-only"),
+        (lambda: setattr(regs.voq, "query_queue", 1 << 10), "out of range"),
+        (lambda: setattr(regs.voq, "query_queue", "3"), "not an integer"),
+        (lambda: regs.grant_arbiter.weight[16], "out of range"),
+        (lambda: regs.read("tagger"), "block.register"),
+        (lambda: regs.clear("tagger.frames"), "not a W1C"),
+    ]:
         with pytest.raises(RegisterError, match=match):
             bad()
     dump = regs.dump()
@@ -263,6 +319,7 @@ def test_driver_attribute_access_and_errors(regmap):
 
 
 # ---- the command ----------------------------------------------------------------------------
+
 
 def test_gse_regs_writes_and_checks(tmp_path, capsys):
     assert gse(["regs", "-o", str(ROOT), "--check"]) == 0
