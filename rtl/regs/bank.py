@@ -221,22 +221,33 @@ class AXI4LiteRegisterBank(wiring.Component):
             m.d.sync += [ar_full.eq(1), ar_addr.eq(self.s_axil_araddr[2:])]
         with m.If(rvalid & self.s_axil_rready):
             m.d.sync += rvalid.eq(0)
+
+        # Every word of the map in address order (holes read 0): one binary mux tree
+        # indexed by the word address, rather than a decode per word.
+        words = self.regmap.words()
+        n_words = self.regmap.size // WORD_BYTES
+        index_bits = max(1, (n_words - 1).bit_length())
+        table = [C(0, 32)] * n_words
+        mapped = 0
+        for addr, (blk, reg, i, w) in words.items():
+            value = self._value(blk, reg, i)
+            if w == 0:
+                table[addr // WORD_BYTES] = value[:32]
+            else:
+                table[addr // WORD_BYTES] = snapshots[(blk.name, reg.name, i)][32 * (w - 1) : 32 * w]
+            mapped |= 1 << (addr // WORD_BYTES)
+        index = ar_addr[:index_bits]
+        in_map = Signal()
+        m.d.comb += in_map.eq((ar_addr < n_words) & C(mapped, n_words).bit_select(index, 1))
         with m.If(ar_full & ~rvalid):
             m.d.sync += [
                 rvalid.eq(1),
                 ar_full.eq(0),
-                self.s_axil_rdata.eq(0),
-                self.s_axil_rresp.eq(RESP_DECERR),
+                self.s_axil_rdata.eq(Mux(in_map, Array(table)[index], 0)),
+                self.s_axil_rresp.eq(Mux(in_map, RESP_OKAY, RESP_DECERR)),
             ]
-            with m.Switch(ar_addr):
-                for addr, (blk, reg, i, w) in self.regmap.words().items():
-                    with m.Case(addr // WORD_BYTES):
-                        value = self._value(blk, reg, i)
-                        m.d.sync += self.s_axil_rresp.eq(RESP_OKAY)
-                        if w == 0:
-                            m.d.sync += self.s_axil_rdata.eq(value[:32])
-                            if reg.words > 1:
-                                m.d.sync += snapshots[(blk.name, reg.name, i)].eq(value[32:])
-                        else:
-                            snap = snapshots[(blk.name, reg.name, i)]
-                            m.d.sync += self.s_axil_rdata.eq(snap[32 * (w - 1) : 32 * w])
+            # Reading the low word of a wide register snapshots its other words.
+            for addr, (blk, reg, i, w) in words.items():
+                if w == 0 and reg.words > 1:
+                    with m.If(ar_addr == addr // WORD_BYTES):
+                        m.d.sync += snapshots[(blk.name, reg.name, i)].eq(self._value(blk, reg, i)[32:])
