@@ -86,8 +86,8 @@ def connect_registers(m, bank, block, component, *, skip=()):
         src = f"stat_{reg.name}" if f"stat_{reg.name}" in ports else reg.name
         if src not in ports:
             raise ValueError(
-                f"{block.name}.{reg.name}: {type(component).__name__} has no "
-                f"port {src!r} (pass it in skip= and connect it yourself)"
+                f"{block.name}.{reg.name}: {type(component).__name__} has no port "
+                f"'stat_{reg.name}' or {reg.name!r} (pass it in skip= and connect it yourself)"
             )
         ours, theirs = getattr(bank, port_name(block, reg)), getattr(component, src)
         pairs = zip(ours, theirs) if reg.count > 1 else [(ours, theirs)]

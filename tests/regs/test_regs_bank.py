@@ -289,3 +289,29 @@ def test_arbiter_weight_write_is_one_cfg_transfer():
     sim.add_testbench(bench)
     sim.add_process(watch)
     sim.run()
+
+
+def test_connect_block_joins_every_catalog_block():
+    """Each block's registers find their ports (stat_<name> or <name>) when joined; a
+    register with no such port is an error that names it."""
+    from amaranth import Module
+
+    from opengse.rtl.catalog import get_block
+    from opengse.rtl.regs.blocks import BLOCK_REGISTERS, block_registers, connect_block
+
+    for kind in BLOCK_REGISTERS:
+        spec = get_block(kind)
+        component = spec.build(**spec.params)
+        regmap = RegisterMap([system_block(), block_registers(kind, component)])
+        bank = AXI4LiteRegisterBank(regmap)
+        m = Module()
+        connect_block(m, bank, kind, regmap[kind], component)
+        for obj in (m, bank, component):
+            obj._MustUse__silence = True
+    tagger = get_block("tagger").build()
+    other = RegisterMap([system_block(), block_registers("parser", get_block("parser").build())])
+    bank = AXI4LiteRegisterBank(other)
+    with pytest.raises(ValueError, match="no port 'stat_other'"):
+        connect_block(Module(), bank, "parser", other["parser"], tagger)
+    for obj in (tagger, bank):
+        obj._MustUse__silence = True
