@@ -71,8 +71,9 @@ class AXI4LiteRegisterBank(wiring.Component):
     Timing: AW and W are each registered at their handshake (``awready``/``wready`` low
     while one is held); in the clock after both are held and no response is pending,
     the write takes effect and ``bvalid`` rises (registered). A read's address is
-    registered at its AR handshake, its data and ``rvalid`` in the next clock. So a
-    write whose AW and W arrive together is answered two clocks later, a read likewise.
+    registered at its AR handshake; the next clock registers the addressed word of each
+    block, the one after picks the block and registers ``rdata`` with ``rvalid``. So a
+    write whose AW and W arrive together is answered two clocks later, a read three.
     One write and one read are in flight at a time; the two channels are independent.
     """
 
@@ -213,41 +214,72 @@ class AXI4LiteRegisterBank(wiring.Component):
             m.d.sync += _elems(getattr(self, f"{name}_written"), reg)[i].eq(1)
 
     def _read_side(self, m, snapshots):
-        ar_full = Signal()
+        # Three clocks: the AR handshake registers the address; stage 1 registers, per
+        # block, the addressed word of that block (and, for the low word of a 64-bit
+        # register, its high word, so both are from the same clock); stage 2 picks the
+        # block and registers rdata (and the snapshot of the high word).
+        ar_full, s1 = Signal(), Signal()
         ar_addr = Signal(self.addr_width - 2)  # word address
         rvalid = self.s_axil_rvalid
-        m.d.comb += self.s_axil_arready.eq(~ar_full & ~rvalid)
+        m.d.comb += self.s_axil_arready.eq(~ar_full & ~s1 & ~rvalid)
+        m.d.sync += s1.eq(ar_full)
+        with m.If(ar_full):
+            m.d.sync += ar_full.eq(0)
         with m.If(self.s_axil_arvalid & self.s_axil_arready):
             m.d.sync += [ar_full.eq(1), ar_addr.eq(self.s_axil_araddr[2:])]
         with m.If(rvalid & self.s_axil_rready):
             m.d.sync += rvalid.eq(0)
 
-        # Every word of the map in address order (holes read 0): one binary mux tree
-        # indexed by the word address, rather than a decode per word.
         words = self.regmap.words()
         n_words = self.regmap.size // WORD_BYTES
         index_bits = max(1, (n_words - 1).bit_length())
-        table = [C(0, 32)] * n_words
-        mapped = 0
-        for addr, (blk, reg, i, w) in words.items():
-            value = self._value(blk, reg, i)
-            if w == 0:
-                table[addr // WORD_BYTES] = value[:32]
-            else:
-                table[addr // WORD_BYTES] = snapshots[(blk.name, reg.name, i)][32 * (w - 1) : 32 * w]
-            mapped |= 1 << (addr // WORD_BYTES)
-        index = ar_addr[:index_bits]
-        in_map = Signal()
-        m.d.comb += in_map.eq((ar_addr < n_words) & C(mapped, n_words).bit_select(index, 1))
-        with m.If(ar_full & ~rvalid):
+        mapped_mask = sum(1 << (a // WORD_BYTES) for a in words)
+        mapped = Signal()
+        m.d.sync += mapped.eq(
+            (ar_addr < n_words) & C(mapped_mask, n_words).bit_select(ar_addr[:index_bits], 1)
+        )
+
+        lows, highs = {}, {}
+        for blk in self.regmap.blocks:
+            lo = lows[blk.name] = Signal(32, name=f"{blk.name}_rd")
+            wide = [r for r in blk.registers if r.words > 1]
+            hi = highs[blk.name] = (
+                Signal(max(r.width for r in wide) - 32, name=f"{blk.name}_rd_hi") if wide else None
+            )
+            off_bits = max(1, (blk.size // WORD_BYTES - 1).bit_length())
+            with m.Switch(ar_addr[:off_bits]):
+                for addr, (b, reg, i, w) in words.items():
+                    if b is not blk:
+                        continue
+                    with m.Case((addr - blk.base) // WORD_BYTES):
+                        if w == 0:
+                            value = self._value(blk, reg, i)
+                            m.d.sync += lo.eq(value[:32])
+                            if reg.words > 1:
+                                m.d.sync += hi.eq(value[32:])
+                        else:
+                            m.d.sync += lo.eq(snapshots[(blk.name, reg.name, i)])
+                with m.Default():
+                    m.d.sync += lo.eq(0)
+
+        with m.If(s1):
             m.d.sync += [
                 rvalid.eq(1),
-                ar_full.eq(0),
-                self.s_axil_rdata.eq(Mux(in_map, Array(table)[index], 0)),
-                self.s_axil_rresp.eq(Mux(in_map, RESP_OKAY, RESP_DECERR)),
+                self.s_axil_rresp.eq(Mux(mapped, RESP_OKAY, RESP_DECERR)),
+                self.s_axil_rdata.eq(0),
             ]
-            # Reading the low word of a wide register snapshots its other words.
-            for addr, (blk, reg, i, w) in words.items():
-                if w == 0 and reg.words > 1:
-                    with m.If(ar_addr == addr // WORD_BYTES):
-                        m.d.sync += snapshots[(blk.name, reg.name, i)].eq(self._value(blk, reg, i)[32:])
+            with m.Switch(ar_addr):
+                for blk in self.regmap.blocks:
+                    with m.Case(self._block_pattern(blk)):
+                        m.d.sync += self.s_axil_rdata.eq(Mux(mapped, lows[blk.name], 0))
+                        for addr, (b, reg, i, w) in words.items():
+                            if b is blk and w == 0 and reg.words > 1:
+                                with m.If(ar_addr == addr // WORD_BYTES):
+                                    m.d.sync += snapshots[(blk.name, reg.name, i)].eq(highs[blk.name])
+
+    def _block_pattern(self, blk):
+        """A Case pattern (MSB first) matching every word address of ``blk``'s window."""
+        bits = self.addr_width - 2
+        low = (blk.size // WORD_BYTES - 1).bit_length()
+        high = format((blk.base // WORD_BYTES) >> low, f"0{bits - low}b") if bits > low else ""
+        return high + "-" * low

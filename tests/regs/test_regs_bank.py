@@ -309,7 +309,9 @@ def test_connect_block_joins_every_catalog_block():
         for obj in (m, bank, component):
             obj._MustUse__silence = True
     tagger = get_block("tagger").build()
-    other = RegisterMap([system_block(), block_registers("parser", get_block("parser").build())])
+    parser = get_block("parser").build()
+    parser._MustUse__silence = True
+    other = RegisterMap([system_block(), block_registers("parser", parser)])
     bank = AXI4LiteRegisterBank(other)
     with pytest.raises(ValueError, match="no port 'stat_other'"):
         connect_block(Module(), bank, "parser", other["parser"], tagger)
