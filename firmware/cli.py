@@ -5,6 +5,7 @@
     gse bench BLOCK [--json] [--seeds 1,2,3] [--no-pnr]
     gse run [-o DIR] [--seeds ...] [--no-pnr]    the main job: export and bench every block
     gse regs [-o ROOT] [--check]                 docs/registers.md + firmware/gse_regs.h
+    gse regs --bench [--seeds 1,2,3]             the reference map's bank on ECP5
 """
 import argparse
 import json
@@ -155,9 +156,28 @@ def cmd_run(args):
     return status
 
 
+def _bench_regs(seeds):
+    """The reference map's AXI4-Lite bank on ECP5 (out of context): Fmax, LUT4, FF."""
+    from opengse.platforms.ecp5 import implement
+    from opengse.platforms.export import write_export
+    from opengse.rtl.regs.bank import AXI4LiteRegisterBank
+    from opengse.rtl.regs.blocks import reference_map
+    from opengse.sim.runner import BUILD_ROOT
+    regmap = reference_map()
+    workdir = BUILD_ROOT / "bench" / "regs_bank"
+    v_path, _ = write_export(AXI4LiteRegisterBank(regmap), "gse_regs_bank", {}, workdir)
+    figures = implement(v_path, "gse_regs_bank", workdir / "ecp5", seeds=seeds)
+    figures["registers"] = sum(r.count for _, r in regmap.registers())
+    figures["words"] = len(regmap.words())
+    return figures
+
+
 def cmd_regs(args):
     from pathlib import Path
     from opengse.firmware.regs_gen import reference_outputs, write_outputs
+    if args.bench:
+        _print_figures("regs bank (reference map)", _bench_regs(_seeds(args.seeds)))
+        return 0
     if args.check:
         stale = [str(rel) for rel, text in reference_outputs().items()
                  if not (Path(args.output) / rel).exists()
@@ -211,6 +231,9 @@ def build_parser():
                          "(default: .)")
     sp.add_argument("--check", action="store_true",
                     help="write nothing; fail if the files differ from the description")
+    sp.add_argument("--bench", action="store_true",
+                    help="instead: the reference map's bank on ECP5 (Fmax, LUT4, FF)")
+    sp.add_argument("--seeds", default="1,2,3", help="nextpnr seeds for --bench")
     sp.set_defaults(func=cmd_regs)
     return p
 
