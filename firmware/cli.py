@@ -63,6 +63,44 @@ def cmd_blocks(args):
     return 0
 
 
+def _bench_regs(seeds):
+    """The reference map's AXI4-Lite bank on ECP5 (out of context): Fmax, LUT4, FF."""
+    from opengse.platforms.ecp5 import implement
+    from opengse.platforms.export import write_export
+    from opengse.rtl.regs.bank import AXI4LiteRegisterBank
+    from opengse.rtl.regs.blocks import reference_map
+    from opengse.sim.runner import BUILD_ROOT
+    regmap = reference_map()
+    workdir = BUILD_ROOT / "bench" / "regs_bank"
+    v_path, _ = write_export(AXI4LiteRegisterBank(regmap), "gse_regs_bank", {}, workdir)
+    figures = implement(v_path, "gse_regs_bank", workdir / "ecp5", seeds=seeds)
+    figures["registers"] = sum(r.count for _, r in regmap.registers())
+    figures["words"] = len(regmap.words())
+    return figures
+
+
+def cmd_regs(args):
+    from pathlib import Path
+    from opengse.firmware.regs_gen import reference_outputs, write_outputs
+    if args.bench:
+        _print_figures("regs bank (reference map)", _bench_regs(_seeds(args.seeds)))
+        return 0
+    if args.check:
+        stale = [str(rel) for rel, text in reference_outputs().items()
+                 if not (Path(args.output) / rel).exists()
+                 or (Path(args.output) / rel).read_text() != text]
+        if stale:
+            raise CLIError("out of date (run `gse regs`): " + ", ".join(stale))
+        print("register map outputs are up to date")
+        return 0
+    written = write_outputs(args.output)
+    for path in written:
+        print(f"wrote {path}")
+    if not written:
+        print("register map outputs are up to date")
+    return 0
+
+
 def _export(spec, params, out_dir, lint):
     from opengse.rtl.catalog import resolve_params
     from opengse.platforms.export import write_export
@@ -154,44 +192,6 @@ def cmd_run(args):
     if args.json:
         print(json.dumps(results))
     return status
-
-
-def _bench_regs(seeds):
-    """The reference map's AXI4-Lite bank on ECP5 (out of context): Fmax, LUT4, FF."""
-    from opengse.platforms.ecp5 import implement
-    from opengse.platforms.export import write_export
-    from opengse.rtl.regs.bank import AXI4LiteRegisterBank
-    from opengse.rtl.regs.blocks import reference_map
-    from opengse.sim.runner import BUILD_ROOT
-    regmap = reference_map()
-    workdir = BUILD_ROOT / "bench" / "regs_bank"
-    v_path, _ = write_export(AXI4LiteRegisterBank(regmap), "gse_regs_bank", {}, workdir)
-    figures = implement(v_path, "gse_regs_bank", workdir / "ecp5", seeds=seeds)
-    figures["registers"] = sum(r.count for _, r in regmap.registers())
-    figures["words"] = len(regmap.words())
-    return figures
-
-
-def cmd_regs(args):
-    from pathlib import Path
-    from opengse.firmware.regs_gen import reference_outputs, write_outputs
-    if args.bench:
-        _print_figures("regs bank (reference map)", _bench_regs(_seeds(args.seeds)))
-        return 0
-    if args.check:
-        stale = [str(rel) for rel, text in reference_outputs().items()
-                 if not (Path(args.output) / rel).exists()
-                 or (Path(args.output) / rel).read_text() != text]
-        if stale:
-            raise CLIError("out of date (run `gse regs`): " + ", ".join(stale))
-        print("register map outputs are up to date")
-        return 0
-    written = write_outputs(args.output)
-    for path in written:
-        print(f"wrote {path}")
-    if not written:
-        print("register map outputs are up to date")
-    return 0
 
 
 def build_parser():
