@@ -4,6 +4,8 @@
     gse export BLOCK [-p NAME=VALUE ...] -o DIR  Verilog + JSON manifest
     gse bench BLOCK [--json] [--seeds 1,2,3] [--no-pnr]
     gse run [-o DIR] [--seeds ...] [--no-pnr]    the main job: export and bench every block
+    gse regs [-o ROOT] [--check]                 docs/registers.md + firmware/gse_regs.h
+    gse regs --bench [--seeds 1,2,3]             the reference map's bank on ECP5
 """
 import argparse
 import json
@@ -58,6 +60,44 @@ def cmd_blocks(args):
         print(f"{spec.name:16} {spec.module:24} {params}")
         if spec.description:
             print(f"{'':16} {spec.description}")
+    return 0
+
+
+def _bench_regs(seeds):
+    """The reference map's AXI4-Lite bank on ECP5 (out of context): Fmax, LUT4, FF."""
+    from opengse.platforms.ecp5 import implement
+    from opengse.platforms.export import write_export
+    from opengse.rtl.regs.bank import AXI4LiteRegisterBank
+    from opengse.rtl.regs.blocks import reference_map
+    from opengse.sim.runner import BUILD_ROOT
+    regmap = reference_map()
+    workdir = BUILD_ROOT / "bench" / "regs_bank"
+    v_path, _ = write_export(AXI4LiteRegisterBank(regmap), "gse_regs_bank", {}, workdir)
+    figures = implement(v_path, "gse_regs_bank", workdir / "ecp5", seeds=seeds)
+    figures["registers"] = sum(r.count for _, r in regmap.registers())
+    figures["words"] = len(regmap.words())
+    return figures
+
+
+def cmd_regs(args):
+    from pathlib import Path
+    from opengse.firmware.regs_gen import reference_outputs, write_outputs
+    if args.bench:
+        _print_figures("regs bank (reference map)", _bench_regs(_seeds(args.seeds)))
+        return 0
+    if args.check:
+        stale = [str(rel) for rel, text in reference_outputs().items()
+                 if not (Path(args.output) / rel).exists()
+                 or (Path(args.output) / rel).read_text() != text]
+        if stale:
+            raise CLIError("out of date (run `gse regs`): " + ", ".join(stale))
+        print("register map outputs are up to date")
+        return 0
+    written = write_outputs(args.output)
+    for path in written:
+        print(f"wrote {path}")
+    if not written:
+        print("register map outputs are up to date")
     return 0
 
 
@@ -292,6 +332,16 @@ def build_parser():
                     help="bound each place-and-route run (default: 600; 0: none)")
     sp.add_argument("--json", action="store_true", help="also print all figures as JSON")
     sp.set_defaults(func=cmd_run)
+    sp = sub.add_parser("regs", help="write the register map's docs and C header")
+    sp.add_argument("-o", "--output", default=".", metavar="ROOT",
+                    help="tree to write docs/registers.md and firmware/gse_regs.h into "
+                         "(default: .)")
+    sp.add_argument("--check", action="store_true",
+                    help="write nothing; fail if the files differ from the description")
+    sp.add_argument("--bench", action="store_true",
+                    help="instead: the reference map's bank on ECP5 (Fmax, LUT4, FF)")
+    sp.add_argument("--seeds", default="1,2,3", help="nextpnr seeds for --bench")
+    sp.set_defaults(func=cmd_regs)
     return p
 
 

@@ -1,0 +1,285 @@
+"""AXI4LiteRegisterBank: the registers of a :class:`~.description.RegisterMap` behind one
+AXI4-Lite slave port."""
+
+from amaranth import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .description import WORD_BYTES, Access
+
+__all__ = ["AXI4LiteRegisterBank", "port_name", "RESP_OKAY", "RESP_SLVERR", "RESP_DECERR"]
+
+RESP_OKAY = 0b00
+RESP_SLVERR = 0b10  # the address is mapped but refuses the access (write to RO)
+RESP_DECERR = 0b11  # nothing is mapped at the address
+
+
+def port_name(block, register):
+    """The bank's port for ``block.register``: ``<block>_<register>``."""
+    return f"{block.name}_{register.name}"
+
+
+def _member(flow, reg, init=0):
+    m = flow(unsigned(reg.width), init=init)
+    return m.array(reg.count) if reg.count > 1 else m
+
+
+def _elems(port, reg):
+    return list(port) if reg.count > 1 else [port]
+
+
+class AXI4LiteRegisterBank(wiring.Component):
+    """Every register of ``regmap``, read and written through one AXI4-Lite port.
+
+    Parameters:
+
+    * ``regmap``: the :class:`~.description.RegisterMap`.
+    * ``addr_width``: bits of ``s_axil_awaddr``/``s_axil_araddr`` (default: the map's
+      :attr:`~.description.RegisterMap.addr_width`). Every address bit is decoded: an
+      address above the map is unmapped.
+
+    Bus side (32-bit data, no ``awprot``/``arprot``): ``s_axil_awaddr, awvalid, awready,
+    wdata, wstrb, wvalid, wready, bresp, bvalid, bready, araddr, arvalid, arready, rdata,
+    rresp, rvalid, rready``. Registers are 32-bit words; address bits 1:0 are not
+    decoded (an access names a word, ``wstrb`` its bytes, as AXI4-Lite has it).
+
+    Register side, for register ``r`` of block ``b`` (port ``b_r``, an array of
+    ``count`` when the register has several elements):
+
+    * ``RO``: ``In(width)``, the value the block drives (a ``const`` register has no
+      port: the bank returns its reset value);
+    * ``RW``: ``Out(width)``, from its reset value; with ``strobe``, also ``b_r_written``
+      (``Out(1)``), high for the one clock in which a write took effect;
+    * ``W1C``: ``In(width)`` event bits and ``b_r_sticky`` (``Out(width)``), the sticky
+      bits the host reads and clears by writing 1 (an event in the clock of the
+      clearing write wins).
+
+    Responses: OKAY; SLVERR for a write to an RO register (nothing changes); DECERR for a
+    read or write of an unmapped address (a read returns 0, a write changes nothing).
+    ``wstrb`` selects the bytes a write changes (a W1C write clears only in strobed
+    bytes).
+
+    Wide registers (more than 32 bits, ``ceil(width / 32)`` words, low word first):
+
+    * reading word 0 snapshots the other words in the same clock; reading word ``k > 0``
+      returns the snapshot. Read the low word first and the whole value is from one
+      clock, whatever carries happen between the reads;
+    * writing words below the top one stages them; writing the top word commits the
+      whole value in one clock (staged words written before, if any, else the words last
+      committed).
+
+    Timing: AW and W are each registered at their handshake (``awready``/``wready`` low
+    while one is held); in the clock after both are held and no response is pending,
+    the write takes effect and ``bvalid`` rises (registered). A read's address is
+    registered at its AR handshake; the next clock registers the addressed word of each
+    block, the one after picks the block and registers ``rdata`` with ``rvalid``. So a
+    write whose AW and W arrive together is answered two clocks later, a read three.
+    One write and one read are in flight at a time; the two channels are independent.
+    """
+
+    def __init__(self, regmap, addr_width=None):
+        self.regmap = regmap
+        self.addr_width = regmap.addr_width if addr_width is None else addr_width
+        if (1 << self.addr_width) < regmap.size:
+            raise ValueError(f"addr_width {self.addr_width} cannot reach the map's {regmap.size:#x} bytes")
+        aw = self.addr_width
+        members = {
+            "s_axil_awaddr": In(aw),
+            "s_axil_awvalid": In(1),
+            "s_axil_awready": Out(1),
+            "s_axil_wdata": In(32),
+            "s_axil_wstrb": In(4),
+            "s_axil_wvalid": In(1),
+            "s_axil_wready": Out(1),
+            "s_axil_bresp": Out(2),
+            "s_axil_bvalid": Out(1),
+            "s_axil_bready": In(1),
+            "s_axil_araddr": In(aw),
+            "s_axil_arvalid": In(1),
+            "s_axil_arready": Out(1),
+            "s_axil_rdata": Out(32),
+            "s_axil_rresp": Out(2),
+            "s_axil_rvalid": Out(1),
+            "s_axil_rready": In(1),
+        }
+        for blk, reg in regmap.registers():
+            name = port_name(blk, reg)
+            if name in members:
+                raise ValueError(f"register port {name!r} collides with another port")
+            if reg.access == Access.RO and not reg.const:
+                members[name] = _member(In, reg)
+            elif reg.access == Access.RW:
+                members[name] = _member(Out, reg, reg.reset)
+                if reg.strobe:
+                    members[f"{name}_written"] = Out(1).array(reg.count) if reg.count > 1 else Out(1)
+            elif reg.access == Access.W1C:
+                members[name] = _member(In, reg)
+                members[f"{name}_sticky"] = _member(Out, reg)
+        super().__init__(members)
+
+    # ---- helpers ------------------------------------------------------------------------
+    def _value(self, blk, reg, i):
+        """What a read of element ``i`` returns (the live value)."""
+        if reg.access == Access.RO and reg.const:
+            return C(reg.reset, reg.width)
+        if reg.access == Access.W1C:
+            return _elems(getattr(self, f"{port_name(blk, reg)}_sticky"), reg)[i]
+        return _elems(getattr(self, port_name(blk, reg)), reg)[i]
+
+    def elaborate(self, platform):
+        m = Module()
+        snapshots = {}
+        for blk, reg in self.regmap.registers():
+            if reg.words > 1:
+                for i in range(reg.count):
+                    snapshots[(blk.name, reg.name, i)] = Signal(
+                        reg.width - 32, name=f"{port_name(blk, reg)}_{i}_snap"
+                    )
+        staging = {}
+        for blk, reg in self.regmap.registers():
+            if reg.access == Access.RW and reg.words > 1:
+                low = 32 * (reg.words - 1)
+                for i in range(reg.count):
+                    staging[(blk.name, reg.name, i)] = Signal(
+                        low, name=f"{port_name(blk, reg)}_{i}_stage", init=reg.reset & ((1 << low) - 1)
+                    )
+        self._write_side(m, staging)
+        self._read_side(m, snapshots)
+        return m
+
+    def _write_side(self, m, staging):
+        aw_full = Signal()
+        aw_addr = Signal(self.addr_width - 2)  # word address
+        w_full = Signal()
+        w_data = Signal(32)
+        w_strb = Signal(4)
+        bvalid = self.s_axil_bvalid
+        m.d.comb += [self.s_axil_awready.eq(~aw_full), self.s_axil_wready.eq(~w_full)]
+        with m.If(self.s_axil_awvalid & self.s_axil_awready):
+            m.d.sync += [aw_full.eq(1), aw_addr.eq(self.s_axil_awaddr[2:])]
+        with m.If(self.s_axil_wvalid & self.s_axil_wready):
+            m.d.sync += [w_full.eq(1), w_data.eq(self.s_axil_wdata), w_strb.eq(self.s_axil_wstrb)]
+        with m.If(bvalid & self.s_axil_bready):
+            m.d.sync += bvalid.eq(0)
+
+        do_write = Signal()
+        m.d.comb += do_write.eq(aw_full & w_full & ~bvalid)
+        bmask = Cat(*(b.replicate(8) for b in w_strb))
+        word_sel = aw_addr
+
+        # Sticky W1C bits collect events every clock; a clearing write is below.
+        clears = {}
+        for blk, reg in self.regmap.registers():
+            name = port_name(blk, reg)
+            if reg.access == Access.W1C:
+                for i in range(reg.count):
+                    sticky = _elems(getattr(self, f"{name}_sticky"), reg)[i]
+                    event = _elems(getattr(self, name), reg)[i]
+                    clr = Signal(reg.width, name=f"{name}_{i}_clr")
+                    clears[(blk.name, reg.name, i)] = clr
+                    m.d.sync += sticky.eq((sticky & ~clr) | event)
+            if reg.strobe:
+                for i in range(reg.count):
+                    m.d.sync += _elems(getattr(self, f"{name}_written"), reg)[i].eq(0)
+
+        with m.If(do_write):
+            m.d.sync += [bvalid.eq(1), aw_full.eq(0), w_full.eq(0), self.s_axil_bresp.eq(RESP_DECERR)]
+            with m.Switch(word_sel):
+                for addr, (blk, reg, i, w) in self.regmap.words().items():
+                    with m.Case(addr // WORD_BYTES):
+                        if reg.access == Access.RO:
+                            m.d.sync += self.s_axil_bresp.eq(RESP_SLVERR)
+                            continue
+                        m.d.sync += self.s_axil_bresp.eq(RESP_OKAY)
+                        if reg.access == Access.W1C:
+                            m.d.comb += clears[(blk.name, reg.name, i)].eq((w_data & bmask)[: reg.width])
+                        else:
+                            self._write_rw(m, blk, reg, i, w, w_data, bmask, staging)
+
+    def _write_rw(self, m, blk, reg, i, w, w_data, bmask, staging):
+        name = port_name(blk, reg)
+        value = _elems(getattr(self, name), reg)[i]
+        key = (blk.name, reg.name, i)
+        lo, hi = 32 * w, min(32 * (w + 1), reg.width)
+        if w < reg.words - 1:  # a low word of a wide register: stage it
+            stage = staging[key]
+            m.d.sync += stage[lo:hi].eq((stage[lo:hi] & ~bmask) | (w_data & bmask))
+            return
+        merged = (value[lo:hi] & ~bmask[: hi - lo]) | (w_data & bmask)[: hi - lo]
+        if reg.words > 1:
+            m.d.sync += value.eq(Cat(staging[key], merged))
+        else:
+            m.d.sync += value.eq(merged)
+        if reg.strobe:
+            m.d.sync += _elems(getattr(self, f"{name}_written"), reg)[i].eq(1)
+
+    def _read_side(self, m, snapshots):
+        # Three clocks: the AR handshake registers the address; stage 1 registers, per
+        # block, the addressed word of that block (and, for the low word of a 64-bit
+        # register, its high word, so both are from the same clock); stage 2 picks the
+        # block and registers rdata (and the snapshot of the high word).
+        ar_full, s1 = Signal(), Signal()
+        ar_addr = Signal(self.addr_width - 2)  # word address
+        rvalid = self.s_axil_rvalid
+        m.d.comb += self.s_axil_arready.eq(~ar_full & ~s1 & ~rvalid)
+        m.d.sync += s1.eq(ar_full)
+        with m.If(ar_full):
+            m.d.sync += ar_full.eq(0)
+        with m.If(self.s_axil_arvalid & self.s_axil_arready):
+            m.d.sync += [ar_full.eq(1), ar_addr.eq(self.s_axil_araddr[2:])]
+        with m.If(rvalid & self.s_axil_rready):
+            m.d.sync += rvalid.eq(0)
+
+        words = self.regmap.words()
+        n_words = self.regmap.size // WORD_BYTES
+        index_bits = max(1, (n_words - 1).bit_length())
+        mapped_mask = sum(1 << (a // WORD_BYTES) for a in words)
+        mapped = Signal()
+        m.d.sync += mapped.eq(
+            (ar_addr < n_words) & C(mapped_mask, n_words).bit_select(ar_addr[:index_bits], 1)
+        )
+
+        lows, highs = {}, {}
+        for blk in self.regmap.blocks:
+            lo = lows[blk.name] = Signal(32, name=f"{blk.name}_rd")
+            wide = [r for r in blk.registers if r.words > 1]
+            hi = highs[blk.name] = (
+                Signal(max(r.width for r in wide) - 32, name=f"{blk.name}_rd_hi") if wide else None
+            )
+            off_bits = max(1, (blk.size // WORD_BYTES - 1).bit_length())
+            with m.Switch(ar_addr[:off_bits]):
+                for addr, (b, reg, i, w) in words.items():
+                    if b is not blk:
+                        continue
+                    with m.Case((addr - blk.base) // WORD_BYTES):
+                        if w == 0:
+                            value = self._value(blk, reg, i)
+                            m.d.sync += lo.eq(value[:32])
+                            if reg.words > 1:
+                                m.d.sync += hi.eq(value[32:])
+                        else:
+                            m.d.sync += lo.eq(snapshots[(blk.name, reg.name, i)])
+                with m.Default():
+                    m.d.sync += lo.eq(0)
+
+        with m.If(s1):
+            m.d.sync += [
+                rvalid.eq(1),
+                self.s_axil_rresp.eq(Mux(mapped, RESP_OKAY, RESP_DECERR)),
+                self.s_axil_rdata.eq(0),
+            ]
+            with m.Switch(ar_addr):
+                for blk in self.regmap.blocks:
+                    with m.Case(self._block_pattern(blk)):
+                        m.d.sync += self.s_axil_rdata.eq(Mux(mapped, lows[blk.name], 0))
+                        for addr, (b, reg, i, w) in words.items():
+                            if b is blk and w == 0 and reg.words > 1:
+                                with m.If(ar_addr == addr // WORD_BYTES):
+                                    m.d.sync += snapshots[(blk.name, reg.name, i)].eq(highs[blk.name])
+
+    def _block_pattern(self, blk):
+        """A Case pattern (MSB first) matching every word address of ``blk``'s window."""
+        bits = self.addr_width - 2
+        low = (blk.size // WORD_BYTES - 1).bit_length()
+        high = format((blk.base // WORD_BYTES) >> low, f"0{bits - low}b") if bits > low else ""
+        return high + "-" * low

@@ -1,0 +1,242 @@
+"""The registers of every catalog block, derived from its signature.
+
+:data:`BLOCK_REGISTERS` maps a catalog block name to a :class:`BlockRegisters`: the
+meaning of each of its plain ports, the RW reset values, the ports another block drives
+inside a top (``wired``), and registers described by hand where the block takes its
+configuration through a stream (the grant arbiter's tenant weights). Counters are the
+blocks' ``stat_*`` outputs: unsigned, wrapping at their width.
+
+:func:`block_registers` turns one into a :class:`~.description.RegisterBlock` for a
+built component (widths and array sizes come from the component, so they follow its
+parameters); :func:`reference_map` is the map of one instance of every block with the
+catalog defaults, which ``gse regs`` documents.
+"""
+
+from dataclasses import dataclass, field
+
+from amaranth.hdl import Cat
+
+from .description import Access, Register, RegisterMap
+from .bank import port_name
+from .from_signature import connect_registers, register_block
+from .system import system_block
+
+__all__ = ["BlockRegisters", "BLOCK_REGISTERS", "block_registers", "connect_block", "reference_map"]
+
+
+@dataclass(frozen=True)
+class BlockRegisters:
+    doc: str
+    docs: dict  # port name -> meaning
+    resets: dict = field(default_factory=dict)  # RW port -> reset value
+    wired: tuple = ()  # ports joined to other blocks in a top
+    extra: object = None  # callable(component) -> [Register]
+    connect_extra: object = None  # callable(m, bank, block, component)
+
+
+def _arbiter_weights(component):
+    return [
+        Register(
+            "weight",
+            8,
+            Access.RW,
+            reset=1,
+            count=component.n_tenants,
+            strobe=True,
+            doc="tenant weight: grants per round-robin round for requesters of "
+            "tenant `i` (tenant id modulo the array size); a write sends it "
+            "to the arbiter's `s_cfg`. 0 behaves as 1",
+        )
+    ]
+
+
+def _connect_arbiter_weights(m, bank, block, arbiter):
+    """A write of ``weight[i]`` is one ``s_cfg`` transfer (tenant ``i``, the new weight) in
+    the clock after it took effect; the arbiter's ``s_cfg`` is always ready, and one
+    write happens per clock at most, so none is lost."""
+    reg = block["weight"]
+    name = port_name(block, reg)
+    written, values = getattr(bank, f"{name}_written"), getattr(bank, name)
+    m.d.comb += arbiter.s_cfg.valid.eq(Cat(*written).any())
+    for i in range(reg.count):
+        with m.If(written[i]):
+            m.d.comb += [arbiter.s_cfg.payload.tenant.eq(i), arbiter.s_cfg.payload.weight.eq(values[i])]
+
+
+_W = "frames marked bad in `tuser` by the MAC (passed on flagged)"
+
+BLOCK_REGISTERS = {
+    "tagger": BlockRegisters(
+        "GSE tagger of a host port (rtl/header/tagger.py)",
+        {
+            "stat_frames": "frames tagged",
+            "stat_drop_spoof": "frames dropped whole: they already carried the GSE EtherType",
+            "stat_drop_runt": "frames dropped whole: shorter than 14 bytes",
+            "stat_err_frame": _W,
+        },
+    ),
+    "parser": BlockRegisters(
+        "GSE parser of a fabric port (rtl/header/parser.py)",
+        {
+            "stat_frames": "GSE frames passed",
+            "stat_other": "non-GSE frames passed",
+            "stat_drop_runt": "frames dropped whole: ended before the 32-byte header",
+            "stat_drop_ver": "frames dropped whole: `ver` is not 1",
+            "stat_drop_type": "frames dropped whole: reserved `type`",
+            "stat_drop_ttl": "frames dropped whole: `ttl` is 0",
+            "stat_err_len": "DATA frames whose `len` + 18 differs from their length (passed flagged)",
+            "stat_err_frame": _W,
+        },
+    ),
+    "voq": BlockRegisters(
+        "VOQ buffer: shared packet buffer, per-queue accounting (rtl/voq/buffer.py)",
+        {
+            "query_queue": "queue the `query_*` registers show (read them a clock later)",
+            "query_pkts": "packets in queue `query_queue`",
+            "query_bytes": "bytes in queue `query_queue`",
+            "query_cells": "cells held by queue `query_queue`",
+            "query_drops": "packets dropped for queue `query_queue`",
+            "query_tenant": "tenant the `query_tenant_*` registers show",
+            "query_tenant_cells": "cells held by tenant `query_tenant`",
+            "query_tenant_drops": "packets dropped for tenant `query_tenant`",
+            "init_done": "1 once the tables are cleared after reset (no input before)",
+            "stat_free_cells": "free cells (free list length, sentinel and the packet "
+            "being written included)",
+            "stat_queued_cells": "cells on queues",
+            "stat_deq_cells": "cells taken off a queue, not yet returned",
+            "stat_enq_cells": "cells the packet being written occupies",
+            "stat_invariant_err": "sticky: an accounting check failed (never should)",
+            "stat_enq_pkts": "packets enqueued",
+            "stat_deq_pkts": "packets sent",
+            "stat_drop_bad": "packets dropped: flagged bad in `tuser`",
+            "stat_drop_full": "packets dropped: no free cell (or none of the shared pool)",
+            "stat_drop_queue": "packets dropped: queue at its cell limit",
+            "stat_drop_tenant": "packets dropped: tenant at its cell limit",
+            "stat_drop_dt": "packets dropped: dynamic threshold (alpha x free)",
+        },
+    ),
+    "grant_arbiter": BlockRegisters(
+        "grant arbiter of one host egress port (rtl/dgsq/arbiter.py)",
+        {
+            "outstanding": "credit units granted and not yet arrived",
+            "slots_used": "live requester slots",
+            "stat_grants": "GRANTs issued",
+            "stat_requests": "REQUESTs received",
+            "stat_req_no_slot": "REQUESTs dropped: no free slot",
+            "stat_arr_unknown": "arrivals for no live slot (ignored)",
+            "stat_lease_expired": "slots freed because their grants' data never came",
+            "stat_room_stall": "clocks a grant waited for egress room",
+        },
+        wired=("egress_room",),
+        extra=_arbiter_weights,
+        connect_extra=_connect_arbiter_weights,
+    ),
+    "dgsq_manager": BlockRegisters(
+        "DGSQ manager: source-side dynamic queues, REQUESTs, GRANTs (rtl/dgsq/manager.py)",
+        {
+            "node_id": "this leaf's node id (`src_node` of its REQUESTs)",
+            "ctx_used": "queue contexts in use",
+            "stat_pool_full": "packets held because the context pool was full",
+            "stat_alloc": "contexts allocated",
+            "stat_freed": "contexts freed after their idle time",
+            "stat_requests": "REQUESTs sent",
+            "stat_refresh": "REQUESTs sent by the refresh timer",
+            "stat_grants": "GRANTs received",
+            "stat_grant_unknown": "GRANTs for a free context (no effect)",
+            "stat_grant_gap": "GRANTs whose `seq` skipped one (a GRANT was lost)",
+            "stat_grant_unused": "grants whose container left credit unused",
+            "stat_releases": "container releases sent to the VOQ",
+        },
+    ),
+    "ctl_encoder": BlockRegisters(
+        "REQUEST/GRANT frame encoder (rtl/header/control_frames.py)",
+        {
+            "mac_da": "destination MAC of control frames",
+            "mac_sa": "source MAC of control frames",
+            "stat_frames": "control frames sent",
+        },
+    ),
+    "ctl_decoder": BlockRegisters(
+        "REQUEST/GRANT frame decoder (rtl/header/control_frames.py)",
+        {
+            "stat_ctl": "good REQUEST/GRANT frames",
+            "stat_drop_other": "frames dropped: not GSE control (DATA, PROBE, not GSE, "
+            "shorter than 14 bytes)",
+            "stat_drop_malformed": "frames dropped: bad `ver`, reserved `type`, `ttl` 0 "
+            "or shorter than 32 bytes",
+            "stat_drop_err": "frames dropped: flagged bad in `tuser`",
+        },
+    ),
+    "sprayer": BlockRegisters(
+        "container sprayer over the fabric uplinks (rtl/pktc/sprayer.py)",
+        {
+            "stat_containers": "containers sent on uplink `i`",
+            "stat_bytes": "bytes sent on uplink `i`",
+            "stat_ctrl": "control frames sent",
+            "stat_stall_no_uplink": "clocks a ready container or control frame waited for a healthy uplink",
+        },
+        wired=("healthy",),
+    ),
+    "link_monitor": BlockRegisters(
+        "PROBE keep-alives and the healthy-uplink set (rtl/pktc/link_monitor.py)",
+        {
+            "src_node": "this leaf's node id (in PROBEs)",
+            "healthy": "uplinks in the healthy set, one bit each",
+            "stat_probes_sent": "PROBEs sent on link `i`",
+            "stat_probes_rcvd": "PROBEs received on link `i`",
+            "stat_probes_missed": "intervals link `i` went without a PROBE or data",
+            "stat_down_events": "times link `i` left the healthy set",
+        },
+        wired=("probe_rx", "link_up"),
+    ),
+    "reorder": BlockRegisters(
+        "reorder buffer of the fabric ingress (rtl/pktc/reorder.py)",
+        {
+            "stat_frames_in": "frames received",
+            "stat_containers_out": "containers released in order",
+            "stat_lost": "containers skipped after the timeout (missing or partial)",
+            "stat_drop_dup": "frames of a container already stored or released",
+            "stat_drop_window": "frames of a container more than the window ahead",
+            "stat_drop_orphan": "frames of a container whose FIRST frame never came",
+            "stat_drop_bad": "containers discarded whole: a frame flagged bad, or larger than a slot",
+            "stat_drop_runt": "frames shorter than the 32-byte tagged header",
+            "stat_drop_other": "frames not v1 DATA, or from a source out of range",
+        },
+    ),
+}
+
+
+def block_registers(kind, component, name=None):
+    """The :class:`~.description.RegisterBlock` of ``component``, a built catalog block
+    of kind ``kind`` (``"voq"``, ...), named ``name`` in the map (default ``kind``)."""
+    spec = BLOCK_REGISTERS[kind]
+    extra = spec.extra(component) if spec.extra else ()
+    return register_block(
+        name or kind, component, spec.docs, doc=spec.doc, resets=spec.resets, wired=spec.wired, extra=extra
+    )
+
+
+def connect_block(m, bank, kind, block, component):
+    """Join ``component`` (a block of kind ``kind``) to its registers ``block`` in
+    ``bank``: every derived register by port name, and the hand-described ones (the
+    arbiter's weights onto its ``s_cfg``)."""
+    spec = BLOCK_REGISTERS[kind]
+    extra = [r.name for r in spec.extra(component)] if spec.extra else []
+    connect_registers(m, bank, block, component, skip=extra)
+    if spec.connect_extra:
+        spec.connect_extra(m, bank, block, component)
+
+
+def reference_map():
+    """One instance of every catalog block with its default parameters, behind the
+    ``sys`` block: the map ``gse regs`` documents. A top with other parameters or several
+    instances builds its own map the same way (see docs/register-map.md)."""
+    from ..catalog import get_block
+
+    blocks = [system_block()]
+    for kind in BLOCK_REGISTERS:
+        spec = get_block(kind)
+        component = spec.build(**spec.params)
+        component._MustUse__silence = True  # built for its signature only
+        blocks.append(block_registers(kind, component))
+    return RegisterMap(blocks, name="gse", doc="reference map: one instance of every block, catalog defaults")
