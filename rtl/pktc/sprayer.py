@@ -58,13 +58,12 @@ from amaranth.lib.wiring import In, Out
 
 from ..catalog import BlockSpec
 from ..header.gse_header import ETH_HEADER_BYTES, GSE_FIELDS, GSEFlags, pack_header
+from ..interfaces import spray_descriptor_layout
 from ..lib.stream import AXIStreamSignature, check_data_width
 
 __all__ = ["ContainerSprayer", "SprayMetaLayout", "EXPORTS"]
 
-SprayMetaLayout = data.StructLayout({
-    "dst_node": 16, "dgsq": 16, "ttl": 8, "len": 16, "last": 1,
-})
+SprayMetaLayout = spray_descriptor_layout()     # the shared record (rtl/interfaces.py)
 
 STAMPED = ("flags", "dst_node", "ttl", "seq", "len", "dgsq")
 LOAD_BITS = 20          # least-loaded byte counters (relative: renormalised)
