@@ -72,7 +72,9 @@ class PacketMux(wiring.Component):
         valids = Cat(s.valid for s in self.s_axis)
 
         in_pkt = Signal()           # inside a packet: follow `sel`
-        sel = Signal(sbits)         # the input being forwarded (last winner between packets)
+        # the input being forwarded (between packets: the last winner; after reset N-1,
+        # so that round-robin starts at input 0)
+        sel = Signal(sbits, init=n - 1)
         pick = Signal(sbits)        # the winner if a packet starts now
         pick_ok = Signal()
         m.d.comb += pick_ok.eq(valids.any())
