@@ -9,7 +9,7 @@ import random
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ReadOnly, RisingEdge, with_timeout
+from cocotb.triggers import ReadOnly, RisingEdge, SimTimeoutError, with_timeout
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
 from opengse.sim.cocotb_util import random_pause, reset_dut
@@ -17,6 +17,14 @@ from opengse.sim.runner import test_params
 from opengse.sim.valid_ready import FieldStreamSource
 
 TIMEOUT_US = 2000
+
+
+async def within(coro, what, us=TIMEOUT_US):
+    """Await ``coro`` for at most ``us`` microseconds; fail naming what was awaited."""
+    try:
+        return await with_timeout(coro, us, "us")
+    except SimTimeoutError:
+        raise AssertionError(f"timed out after {us} us waiting for {what}") from None
 
 
 class DemuxBench:
@@ -71,7 +79,7 @@ class DemuxBench:
     async def check(self):
         for i, sink in enumerate(self.sinks):
             for k, (body, user) in enumerate(self.expect[i]):
-                rx = await with_timeout(sink.recv(), TIMEOUT_US, "us")
+                rx = await within(sink.recv(), f"output {i} frame {k}")
                 data = bytes(rx.tdata)
                 assert data == body, f"output {i} frame {k}: {data.hex()} != {body.hex()}"
                 got_user = rx.tuser if isinstance(rx.tuser, int) else rx.tuser[-1]

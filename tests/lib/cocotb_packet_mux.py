@@ -10,13 +10,21 @@ import random
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ReadOnly, RisingEdge, with_timeout
+from cocotb.triggers import ReadOnly, RisingEdge, SimTimeoutError, with_timeout
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
 from opengse.sim.cocotb_util import random_pause, reset_dut
 from opengse.sim.runner import test_params
 
 TIMEOUT_US = 2000
+
+
+async def within(coro, what, us=TIMEOUT_US):
+    """Await ``coro`` for at most ``us`` microseconds; fail naming what was awaited."""
+    try:
+        return await with_timeout(coro, us, "us")
+    except SimTimeoutError:
+        raise AssertionError(f"timed out after {us} us waiting for {what}") from None
 
 
 class MuxBench:
@@ -98,7 +106,7 @@ class MuxBench:
         total = sum(len(s) for s in self.sent)
         nxt = [0] * self.n
         for _ in range(total):
-            rx = await with_timeout(self.sink.recv(), TIMEOUT_US, "us")
+            rx = await within(self.sink.recv(), f"output frame {sum(nxt)} of {total}")
             data = bytes(rx.tdata)
             i = data[0] if data else None
             assert i is not None and i < self.n, f"frame from no input: {data.hex()}"

@@ -9,12 +9,20 @@ import random
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ReadOnly, RisingEdge, with_timeout
+from cocotb.triggers import ReadOnly, RisingEdge, SimTimeoutError, with_timeout
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
 from opengse.sim.cocotb_util import random_pause, reset_dut
 
 TIMEOUT_US = 2000
+
+
+async def within(coro, what, us=TIMEOUT_US):
+    """Await ``coro`` for at most ``us`` microseconds; fail naming what was awaited."""
+    try:
+        return await with_timeout(coro, us, "us")
+    except SimTimeoutError:
+        raise AssertionError(f"timed out after {us} us waiting for {what}") from None
 
 
 class SkidBench:
@@ -67,7 +75,7 @@ class SkidBench:
 
     async def check(self):
         for k, (body, user) in enumerate(self.sent):
-            rx = await with_timeout(self.sink.recv(), TIMEOUT_US, "us")
+            rx = await within(self.sink.recv(), f"output frame {k}")
             assert bytes(rx.tdata) == body, f"frame {k}: {bytes(rx.tdata).hex()} != {body.hex()}"
             got_user = rx.tuser if isinstance(rx.tuser, int) else rx.tuser[-1]
             assert got_user == user, f"frame {k}: tuser {rx.tuser} != {user}"
