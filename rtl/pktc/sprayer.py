@@ -52,7 +52,7 @@ the healthy set and the round-robin pointer / byte loads, so it is up to 2 clock
 per level) stale; containers are longer than that.
 """
 from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
