@@ -33,7 +33,7 @@ class PacketDemux(wiring.Component):
         ``route(sel)`` maps the select payload (a view of ``sel_layout``) to the output
         index (an Amaranth value); an index >= N drops the packet. Default: the
         ``index`` field. Example, by GSE type with non-GSE frames dropped:
-        ``lambda h: Mux(h.gse, Array([0, 1, 1, 2])[h.type], 3)``.
+        ``lambda h: Mux(h.gse & (h.type < 4), Array([0, 1, 1, 2])[h.type[:2]], 3)``.
 
     Interface
     ---------
