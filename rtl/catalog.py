@@ -21,6 +21,12 @@ BLOCK_MODULES = [
     "opengse.rtl.pktc.sprayer",
     "opengse.rtl.pktc.link_monitor",
     "opengse.rtl.pktc.reorder",
+    "opengse.rtl.lib.packet_mux",
+    "opengse.rtl.lib.packet_demux",
+    "opengse.rtl.lib.skid_buffer",
+    "opengse.rtl.dgsq.control_demux",
+    "opengse.rtl.dgsq.grant_framing",
+    "opengse.rtl.dgsq.container_framing",
 ]
 
 

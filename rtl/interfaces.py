@@ -19,7 +19,8 @@ record                                   from                             to
 :func:`queued_packet` (queue, tenant)    DGSQ manager ``m_pkt``           VOQ buffer ``s_meta``
 :func:`container_release`                DGSQ manager ``m_rel``           container framing ``s_rel``
 :func:`release_request` (queue, credit)  container framing ``m_deq``      VOQ buffer ``s_deq``
-:func:`release_report` (credit used)     VOQ buffer ``m_deq_done``        DGSQ manager ``s_rel_done``
+:func:`release_report` (credit used)     VOQ buffer ``m_deq_done``        container framing ``s_done``
+:func:`release_report` (unchanged)       container framing ``m_done``     DGSQ manager ``s_rel_done``
 :func:`emitted_packet` (len, last)       VOQ buffer ``m_desc``            container framing ``s_desc``
 :func:`spray_descriptor`                 container framing ``m_meta``     sprayer ``s_meta``
 :func:`control_header`                   manager / framing                control-frame encoder

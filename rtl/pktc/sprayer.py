@@ -52,19 +52,18 @@ the healthy set and the round-robin pointer / byte loads, so it is up to 2 clock
 per level) stale; containers are longer than that.
 """
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..catalog import BlockSpec
 from ..header.gse_header import ETH_HEADER_BYTES, GSE_FIELDS, GSEFlags, pack_header
+from ..interfaces import spray_descriptor_layout
 from ..lib.sram import SRAM
 from ..lib.stream import AXIStreamSignature, check_data_width
 
 __all__ = ["ContainerSprayer", "SprayMetaLayout", "EXPORTS"]
 
-SprayMetaLayout = data.StructLayout({
-    "dst_node": 16, "dgsq": 16, "ttl": 8, "len": 16, "last": 1,
-})
+SprayMetaLayout = spray_descriptor_layout()     # the shared record (rtl/interfaces.py)
 
 STAMPED = ("flags", "dst_node", "ttl", "seq", "len", "dgsq")
 LOAD_BITS = 20          # least-loaded byte counters (relative: renormalised)

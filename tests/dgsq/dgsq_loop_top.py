@@ -5,13 +5,17 @@ egress port's :class:`~opengse.rtl.dgsq.arbiter.GrantArbiter`, talking through r
 control frames (tests/cocotb_dgsq_loop.py plays the VOQ buffer and the egress):
 
 * REQUEST path: manager ``m_req`` → :class:`ControlFrameEncoder` → AXI-Stream link →
-  :class:`ControlFrameDecoder` → arbiter ``s_req`` (``backlog`` = REQUEST ``len``,
-  ``seq`` = the acknowledged GRANT seq; a decoded frame that is not a REQUEST is
-  dropped and counted in ``top_stat_not_request``).
-* GRANT path: arbiter ``m_grant`` → encoder (``type`` GRANT, ``src_node`` =
+  :class:`ControlFrameDecoder` → :class:`~opengse.rtl.dgsq.control_demux.ControlDemux`
+  → arbiter ``s_req`` (``backlog`` = REQUEST ``len``, ``seq`` = the acknowledged GRANT
+  seq; a decoded frame that is not a REQUEST is dropped and counted in
+  ``top_stat_not_request``).
+* GRANT path: arbiter ``m_grant`` →
+  :class:`~opengse.rtl.dgsq.grant_framing.GrantFraming` (``type`` GRANT, ``src_node`` =
   ``dst_node`` parameter (this egress leaf), ``dst_node`` = the requester, ``port`` =
-  ``port`` parameter, ``len`` = credit, ``seq``, ``dgsq``, ``tc``, ``tenant`` echoed)
-  → link → decoder → manager ``s_grant`` (connected by field name).
+  ``port`` parameter, ``ttl`` 64, ``len`` = credit, ``seq``, ``dgsq``, ``tc``,
+  ``tenant`` echoed) → encoder → link → decoder → ``ControlDemux`` → manager
+  ``s_grant``. Every join is a ``wiring.connect`` of the records in
+  :mod:`opengse.rtl.interfaces`.
 * Each link optionally has one register stage (``link_reg`` = 1) and drops whole
   frames at random: a frame is dropped when a free-running 32-bit LFSR (per link)
   at its first beat has its low 16 bits below ``req_loss``/``grant_loss`` (inputs:
@@ -38,7 +42,8 @@ from opengse.rtl.catalog import BlockSpec
 from opengse.rtl.header.control_frames import ControlFrameDecoder, ControlFrameEncoder, ControlHeaderLayout
 from opengse.rtl.dgsq.manager import DGSQManager
 from opengse.rtl.dgsq.arbiter import GrantArbiter
-from opengse.rtl.header.gse_header import GSEType
+from opengse.rtl.dgsq.control_demux import ControlDemux
+from opengse.rtl.dgsq.grant_framing import GrantFraming
 from opengse.rtl.lib.stat_ports import forward_stats, stat_members
 from opengse.rtl.lib.stream import AXIStreamSignature
 
@@ -112,6 +117,8 @@ class DGSQLoopTestbenchTop(wiring.Component):
                                 n_tenants=n_tenants, lease_cycles=lease_cycles)
         self.req_enc, self.req_dec = ControlFrameEncoder(64), ControlFrameDecoder(64)
         self.grant_enc, self.grant_dec = ControlFrameEncoder(64), ControlFrameDecoder(64)
+        self.req_demux, self.grant_demux = ControlDemux(), ControlDemux()
+        self.grant_framing = GrantFraming(slot_bits=self.arb.slot_bits, ttl=64)
         self.src_node, self.dst_node, self.port, self.link_reg = src_node, dst_node, port, link_reg
         msig, asig = self.mgr.signature.members, self.arb.signature.members
         members = {
@@ -154,6 +161,9 @@ class DGSQLoopTestbenchTop(wiring.Component):
         m.submodules.req_dec = req_dec = self.req_dec
         m.submodules.grant_enc = grant_enc = self.grant_enc
         m.submodules.grant_dec = grant_dec = self.grant_dec
+        m.submodules.req_demux = req_demux = self.req_demux
+        m.submodules.grant_framing = grant_framing = self.grant_framing
+        m.submodules.grant_demux = grant_demux = self.grant_demux
 
         # The test's side: VOQ buffer (packets, releases) and egress (arrivals, room).
         for name in ("s_pkt", "s_rel_done"):
@@ -166,51 +176,34 @@ class DGSQLoopTestbenchTop(wiring.Component):
                      arb.egress_room.eq(self.egress_room),
                      self.outstanding.eq(arb.outstanding), self.slots_used.eq(arb.slots_used)]
 
-        # REQUEST path: manager → encoder → link → decoder → arbiter.
+        # REQUEST path: manager → encoder → link → decoder → control demux → arbiter.
         wiring.connect(m, mgr.m_req, req_enc.s_ctl)
         m.d.comb += [req_enc.mac_da.eq(MAC_DST), req_enc.mac_sa.eq(MAC_SRC)]
         _lossy_link(m, "req_link", req_enc.m_axis, req_dec.s_axis, self.req_loss,
                     self.link_stat_req_dropped, self.link_reg, seed=0x1234_5678)
         ctl = req_dec.m_ctl
-        is_req = ctl.payload.type == GSEType.REQUEST.value
+        wiring.connect(m, ctl, req_demux.s_ctl)
+        wiring.connect(m, req_demux.m_req, arb.s_req)
         sreq = arb.s_req
-        m.d.comb += [
-            sreq.valid.eq(ctl.valid & is_req),
-            ctl.ready.eq(sreq.ready | ~is_req),
-            sreq.payload.src_node.eq(ctl.payload.src_node),
-            sreq.payload.dgsq.eq(ctl.payload.dgsq),
-            sreq.payload.tc.eq(ctl.payload.tc),
-            sreq.payload.tenant.eq(ctl.payload.tenant),
-            sreq.payload.backlog.eq(ctl.payload.len),
-            sreq.payload.seq.eq(ctl.payload.seq),
-        ]
-        with m.If(ctl.valid & ~is_req):
-            m.d.sync += self.top_stat_not_request.eq(self.top_stat_not_request + 1)
+        # A GRANT on the REQUEST link is not for this arbiter: dropped, counted with the
+        # other types.
+        m.d.comb += [req_demux.m_grant.ready.eq(1),
+                     self.top_stat_not_request.eq(req_demux.stat_grants
+                                                  + req_demux.stat_drop_type)]
 
-        # GRANT path: arbiter → encoder → link → decoder → manager.
+        # GRANT path: arbiter → grant framing → encoder → link → decoder → control demux
+        # → manager.
         g = arb.m_grant
-        gs = grant_enc.s_ctl
-        m.d.comb += [
-            gs.valid.eq(g.valid), g.ready.eq(gs.ready),
-            gs.payload.type.eq(GSEType.GRANT.value),
-            gs.payload.flags.eq(0),
-            gs.payload.tc.eq(g.payload.tc),
-            gs.payload.tenant.eq(g.payload.tenant),
-            gs.payload.src_node.eq(self.dst_node),
-            gs.payload.dst_node.eq(g.payload.src_node),
-            gs.payload.port.eq(self.port),
-            gs.payload.ttl.eq(64),
-            gs.payload.seq.eq(g.payload.seq),
-            gs.payload.len.eq(g.payload.credit),
-            gs.payload.dgsq.eq(g.payload.dgsq),
-            grant_enc.mac_da.eq(MAC_SRC), grant_enc.mac_sa.eq(MAC_DST),
-        ]
+        wiring.connect(m, g, grant_framing.s_grant)
+        m.d.comb += [grant_framing.node_id.eq(self.dst_node), grant_framing.port.eq(self.port)]
+        wiring.connect(m, grant_framing.m_ctl, grant_enc.s_ctl)
+        m.d.comb += [grant_enc.mac_da.eq(MAC_SRC), grant_enc.mac_sa.eq(MAC_DST)]
         _lossy_link(m, "grant_link", grant_enc.m_axis, grant_dec.s_axis, self.grant_loss,
                     self.link_stat_grant_dropped, self.link_reg, seed=0x9ABC_DEF1)
         gd, sg = grant_dec.m_ctl, mgr.s_grant
-        m.d.comb += [sg.valid.eq(gd.valid), gd.ready.eq(sg.ready)]
-        for f, _ in sg.payload.shape():
-            m.d.comb += sg.payload[f].eq(gd.payload[f])
+        wiring.connect(m, gd, grant_demux.s_ctl)
+        wiring.connect(m, grant_demux.m_grant, sg)
+        m.d.comb += grant_demux.m_req.ready.eq(1)
 
         # Monitors (handshakes) and counters.
         m.d.comb += [self.mon_req_valid.eq(sreq.valid & sreq.ready),
