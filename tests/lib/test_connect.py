@@ -145,7 +145,6 @@ def test_manager_to_voq_packets(leaf):
     connects(leaf.manager.m_pkt, leaf.voq.s_meta)
 
 
-@NEEDS_OTHER_BRANCHES
 def test_manager_to_container_framing(leaf):
     connects(leaf.manager.m_rel, leaf.container_framing.s_rel)
 
@@ -155,7 +154,6 @@ def test_voq_reports_to_container_framing(leaf):
     connects(leaf.voq.m_deq_done, leaf.container_framing.s_done)
 
 
-@NEEDS_OTHER_BRANCHES
 def test_container_framing_reports_to_manager(leaf):
     connects(leaf.container_framing.m_done, leaf.manager.s_rel_done)
 
