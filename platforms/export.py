@@ -387,6 +387,20 @@ def manifest(component, name, parameters, *, description="", keep_modules=None, 
             "direction": "input" if direction == PortDirection.Input else "output",
             "width": len(value),
         })
+    # Other clock domains (``component.clock_domains``, e.g. a MAC's ``rx``/``tx``):
+    # ``<domain>_clk``/``<domain>_rst`` ports, unless the clock is a member itself.
+    clocks = [{"name": "clk", "reset": "rst", "reset_kind": "synchronous",
+               "reset_active": "high", "domain": "sync"}]
+    clock_ports = []
+    for domain in getattr(component, "clock_domains", ()):
+        clk, rst = f"{domain}_clk", f"{domain}_rst"
+        if clk in ports:
+            clocks.append({"name": clk, "reset": None, "domain": domain})
+            continue
+        clock_ports += [{"name": clk, "direction": "input", "width": 1},
+                        {"name": rst, "direction": "input", "width": 1}]
+        clocks.append({"name": clk, "reset": rst, "reset_kind": "synchronous",
+                       "reset_active": "high", "domain": domain})
     grouped = {p for i in interfaces for p in i["ports"].values()}
     signals = [p["name"] for p in port_list[2:] if p["name"] not in grouped]
     if signals:
@@ -396,9 +410,8 @@ def manifest(component, name, parameters, *, description="", keep_modules=None, 
         "module": name,
         "description": description,
         "parameters": parameters,
-        "clocks": [{"name": "clk", "reset": "rst", "reset_kind": "synchronous",
-                    "reset_active": "high", "domain": "sync"}],
-        "ports": port_list,
+        "clocks": clocks,
+        "ports": port_list[:2] + clock_ports + port_list[2:],
         "interfaces": interfaces,
         "submodules": [{"module": k.module, "path": k.path, "ports": k.port_list()}
                        for k in sorted(kept, key=lambda k: (k.module, k.path))],

@@ -21,6 +21,7 @@ BLOCK_MODULES = [
     "opengse.rtl.pktc.sprayer",
     "opengse.rtl.pktc.link_monitor",
     "opengse.rtl.pktc.reorder",
+    "opengse.rtl.mac.mac",
 ]
 
 
