@@ -348,8 +348,19 @@ class _Flat(Elaboratable):
         self.component = component
         self.ports = {}
         self._links = []
+        self._domains = []
         if ports is None:
             ports = [(n, v, d) for n, (v, d) in port_map(component)[0].items()]
+            # A block with other clock domains (``clock_domains``): define them here,
+            # ``clk``/``rst`` then ``<domain>_clk``/``<domain>_rst`` in that order, so
+            # the ports do not come out in the order Amaranth happens to create them.
+            extra = [d for d in getattr(component, "clock_domains", ())
+                     if f"{d}_clk" not in {n for n, _v, _d in ports}]
+            if extra:
+                self._domains = [ClockDomain(d) for d in ("sync", *extra)]
+                for cd in self._domains:
+                    self.ports[cd.clk.name] = (cd.clk, PortDirection.Input)
+                    self.ports[cd.rst.name] = (cd.rst, PortDirection.Input)
         for port_name, value, direction in ports:
             sig = Signal(len(value), name=port_name)
             self.ports[port_name] = (sig, direction)
@@ -357,6 +368,7 @@ class _Flat(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
+        m.domains += self._domains
         m.submodules.core = self.component
         for sig, value, direction in self._links:
             if direction == PortDirection.Input:

@@ -4,11 +4,23 @@ import pytest
 
 from opengse.sim.runner import run_cocotb
 
+# Frame sizes 60..1514 in steps of the stride (5 and 13 are prime to the beat width,
+# so every tkeep pattern of the last beat is covered); the `slow` run takes every size.
+# MAC_SIZE_STRIDE in the environment overrides both.
 
-@pytest.mark.parametrize("data_width", [8, 64])
-def test_rgmii_mac(data_width):
-    # Every size 60..1514 at 64 bits; every 7th size at 8 bits (the sim is per byte
-    # either way, the width converter is what differs).
+
+def _run(data_width, stride):
+    stride = os.environ.get("MAC_SIZE_STRIDE", str(stride))
     run_cocotb("rgmii_mac", {"data_width": data_width, "txc_shift": 1}, "cocotb_rgmii_mac",
-               extra_env={"MAC_SIZE_STRIDE": os.environ.get("MAC_SIZE_STRIDE",
-                                                            "1" if data_width == 64 else "7")})
+               extra_env={"MAC_SIZE_STRIDE": stride})
+
+
+@pytest.mark.parametrize("data_width,stride", [(8, 13), (64, 5)])
+def test_rgmii_mac(data_width, stride):
+    _run(data_width, stride)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("data_width", [8, 64])
+def test_rgmii_mac_every_size(data_width):
+    _run(data_width, 1)
