@@ -413,6 +413,8 @@ def manifest(component, name, parameters, *, description="", keep_modules=None, 
                         {"name": rst, "direction": "input", "width": 1}]
         clocks.append({"name": clk, "reset": rst, "reset_kind": "synchronous",
                        "reset_active": "high", "domain": domain})
+        interfaces.append({"name": domain, "protocol": "clock", "role": "",
+                           "ports": {"clk": clk, "rst": rst}})
     grouped = {p for i in interfaces for p in i["ports"].values()}
     signals = [p["name"] for p in port_list[2:] if p["name"] not in grouped]
     if signals:
