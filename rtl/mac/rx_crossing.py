@@ -24,7 +24,7 @@ beat's :class:`~.frame_beats.RxStatus` (meaningful on a last beat), for the coun
 Reset: ``rx_rst`` empties the FIFO (AsyncFIFO resets from its write domain); ``rst``
 resets the read-side state only.
 """
-from amaranth.hdl import Const, Module, Signal
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.cdc import PulseSynchronizer
 from amaranth.lib.fifo import AsyncFIFO
@@ -65,25 +65,27 @@ class RxFrameCrossing(wiring.Component):
         terminator = Signal(layout)
         m.d.comb += [terminator.last.eq(1), terminator.user.eq(RxStatus.OVERRUN)]
 
-        m.d.comb += dropped.i.eq(0)
-        with m.If(owe_end):
-            m.d.comb += [fifo.w_data.eq(terminator.as_value()), fifo.w_en.eq(fifo.w_rdy)]
-            with m.If(fifo.w_rdy):
-                wd += owe_end.eq(0)
+        # The FIFO ignores w_en while it is full (w_rdy low), so w_en and w_data are
+        # what this side wants to write, independent of w_rdy: only the state below
+        # looks at w_rdy (its status logic is the longest path of the rx domain).
+        first = ~in_frame
+        m.d.comb += [
+            fifo.w_data.eq(Mux(owe_end, terminator.as_value(), self.i.as_value())),
+            fifo.w_en.eq(owe_end | (self.i_valid & ((first & ~owe_end) | writing))),
+            dropped.i.eq(0),
+        ]
+        with m.If(owe_end & fifo.w_rdy):
+            wd += owe_end.eq(0)
         with m.If(self.i_valid):
             wd += in_frame.eq(~self.i.last)
-            first = ~in_frame
             with m.If(first):
                 with m.If(fifo.w_rdy & ~owe_end):
-                    m.d.comb += [fifo.w_data.eq(self.i.as_value()), fifo.w_en.eq(1)]
                     wd += [writing.eq(~self.i.last), discard.eq(0)]
                 with m.Else():
                     wd += [writing.eq(0), discard.eq(~self.i.last)]
                     m.d.comb += dropped.i.eq(self.i.last)
             with m.Elif(writing):
-                with m.If(fifo.w_rdy):
-                    m.d.comb += [fifo.w_data.eq(self.i.as_value()), fifo.w_en.eq(1)]
-                with m.Else():
+                with m.If(~fifo.w_rdy):
                     wd += [writing.eq(0), owe_end.eq(1)]
                 with m.If(self.i.last):
                     wd += writing.eq(0)

@@ -7,14 +7,17 @@ wire its bytes must follow at line rate. A second, small AsyncFIFO carries one t
 per complete frame (written with the frame's last word).
 
 Write side (``sync``): ``s_axis`` (AXI-Stream, ``data_width``). A beat is taken when the
-data FIFO has room (and, for a last beat, the token FIFO too). Its byte count is the
+data FIFO has room (and, for a last beat, the token FIFO had room for two tokens
+one clock before: that flag is registered to keep the FIFO's level logic off the
+``tready`` path). Its byte count is the
 number of set ``tkeep`` bits, taken from byte 0 up (``tkeep`` is contiguous from bit 0
 on a packed stream; a beat with ``tkeep`` 0 counts as one byte). ``tuser`` bit 0 of the last beat travels with it.
 
 Read side (``tx``): ``o`` (stream of word beats, ``user`` = the ``tuser`` bit). The
 first word of a frame is offered only when that frame's token has arrived, or when the
 data FIFO is full (a frame longer than the FIFO: it then goes out cut-through, and the
-transmitter aborts it if the core falls behind). The token of each frame is consumed
+transmitter aborts it if the core falls behind; the full flag is registered, one clock
+stale). The token of each frame is consumed
 after its last word, so tokens and frames stay paired. After a ``last`` word ``o``
 offers nothing for at least one clock until the next token is seen.
 
@@ -56,6 +59,7 @@ class TxFrameCrossing(wiring.Component):
         beat = self.s_axis.payload
 
         word_in = Signal(layout)
+        token_room = Signal()
         count = Signal(range(n))
         ones = Signal(range(n + 1))
         m.d.comb += ones.eq(sum(beat.keep[k] for k in range(n)))
@@ -64,19 +68,25 @@ class TxFrameCrossing(wiring.Component):
         m.d.comb += [
             word_in.data.eq(beat.data), word_in.count.eq(count),
             word_in.last.eq(beat.last), word_in.user.eq(beat.user[0] & beat.last),
-            self.s_axis.ready.eq(fifo.w_rdy & (tokens.w_rdy | ~beat.last)),
+            self.s_axis.ready.eq(fifo.w_rdy & (token_room | ~beat.last)),
             fifo.w_data.eq(word_in.as_value()),
-            fifo.w_en.eq(self.s_axis.valid & self.s_axis.ready),
+            # the FIFOs ignore w_en while full: no w_rdy in their own w_en
+            fifo.w_en.eq(self.s_axis.valid & (token_room | ~beat.last)),
             tokens.w_data.eq(0),
-            tokens.w_en.eq(self.s_axis.valid & self.s_axis.ready & beat.last),
+            tokens.w_en.eq(self.s_axis.valid & beat.last & fifo.w_rdy & token_room),
         ]
+        # Room for a token, registered (the token FIFO's level logic is long): one
+        # clock stale, so it keeps a margin of one token written in that clock.
+        m.d[self._w] += token_room.eq(tokens.w_level < tokens.depth - 1)
 
         rd = m.d[self._r]
         start = Signal(init=1)      # the next word read is a frame's first
         owe_token = Signal()        # a frame went out; its token is not consumed yet
         word_out = Signal(layout)
         full = Signal()
-        m.d.comb += [word_out.eq(fifo.r_data), full.eq(fifo.r_level == fifo.depth)]
+        m.d.comb += word_out.eq(fifo.r_data)
+        # Registered (one clock stale): only decides when an over-long frame may start.
+        rd += full.eq(fifo.r_level == fifo.depth)
         release = Signal()
         m.d.comb += release.eq(~start | (~owe_token & (tokens.r_rdy | full)))
         m.d.comb += [
