@@ -89,7 +89,7 @@ class RGMIIMac(wiring.Component):
         self.data_width = data_width
         self.rx_words = rx_fifo_bytes * 8 // data_width
         self.tx_words = tx_fifo_bytes * 8 // data_width
-        self.tx_tokens = max(4, 1 << (tx_fifo_bytes // 64 - 1).bit_length())
+        self.tx_tokens = max(16, 1 << (tx_fifo_bytes // 64 - 1).bit_length())
         self.txc_shift = txc_shift
         self._pins = pins
         members = {"s_axis": In(AXIStreamSignature(data_width)),

@@ -7,8 +7,8 @@ wire its bytes must follow at line rate. A second, small AsyncFIFO carries one t
 per complete frame (written with the frame's last word).
 
 Write side (``sync``): ``s_axis`` (AXI-Stream, ``data_width``). A beat is taken when the
-data FIFO has room (and, for a last beat, the token FIFO had room for two tokens
-one clock before: that flag is registered to keep the FIFO's level logic off the
+data FIFO has room (and, for a last beat, the token FIFO had room for four tokens a
+few clocks before: that flag is registered to keep the FIFO's level logic off the
 ``tready`` path). Its byte count is the
 number of set ``tkeep`` bits, taken from byte 0 up (``tkeep`` is contiguous from bit 0
 on a packed stream; a beat with ``tkeep`` 0 counts as one byte). ``tuser`` bit 0 of the last beat travels with it.
@@ -75,9 +75,10 @@ class TxFrameCrossing(wiring.Component):
             tokens.w_data.eq(0),
             tokens.w_en.eq(self.s_axis.valid & beat.last & fifo.w_rdy & token_room),
         ]
-        # Room for a token, registered (the token FIFO's level logic is long): one
-        # clock stale, so it keeps a margin of one token written in that clock.
-        m.d[self._w] += token_room.eq(tokens.w_level < tokens.depth - 1)
+        # Room for a token, registered (the token FIFO's level logic is long). w_level
+        # is itself a register of the write pointer register, so the flag misses the
+        # tokens of the last three clocks (one per clock at most): keep room for four.
+        m.d[self._w] += token_room.eq(tokens.w_level <= tokens.depth - 4)
 
         rd = m.d[self._r]
         start = Signal(init=1)      # the next word read is a frame's first
