@@ -15,8 +15,9 @@ __all__ = ["RxStatus", "byte_layout", "word_layout", "count_width"]
 
 
 class RxStatus(enum.IntEnum):
-    """Why a received frame leaves with ``tuser`` set; one reason per frame, the first of
-    this order that applies (``OVERRUN`` is decided after the others)."""
+    """Why a received frame leaves with ``tuser`` set; one reason per frame. A frame the
+    receive FIFO cut or dropped is ``OVERRUN`` whatever else was wrong with it; otherwise
+    the first of ``RX_ERROR``, ``RUNT``, ``BAD_FCS`` that applies."""
     OK = 0
     RX_ERROR = 1     # rx_ctl signalled an error (GMII rx_er) during the frame
     RUNT = 2         # fewer than 64 bytes, FCS included

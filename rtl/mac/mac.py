@@ -23,8 +23,7 @@ buffer drops such a frame whole) and ``s_axis`` (frames to send; padding and FCS
 added; ``tuser`` on the last beat sends the frame with an inverted FCS).
 
 Counters (32 bit, wrapping, in ``sync``; each received frame counts under exactly one
-``stat_rx_*`` reason, the first that applies: error, overrun... see
-:class:`~.frame_beats.RxStatus`): ``stat_rx_good``, ``stat_rx_error`` (rx_ctl error),
+``stat_rx_*`` reason, see :class:`~.frame_beats.RxStatus`): ``stat_rx_good``, ``stat_rx_error`` (rx_ctl error),
 ``stat_rx_runt``, ``stat_rx_bad_fcs``, ``stat_rx_overrun`` (frames cut short or dropped
 whole because the receive FIFO was full), ``stat_rx_no_sfd`` (a carrier without SFD:
 nothing delivered); ``stat_tx_frames`` (frames sent), ``stat_tx_bad`` (of those, sent
