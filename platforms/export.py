@@ -398,8 +398,19 @@ class _Flat(Elaboratable):
         self.component = component
         self.ports = {}
         self._links = []
+        self._domains = []
         if ports is None:
             ports = [(n, v, d) for n, (v, d) in port_map(component)[0].items()]
+            # A block with other clock domains (``clock_domains``): define them here,
+            # ``clk``/``rst`` then ``<domain>_clk``/``<domain>_rst`` in that order, so
+            # the ports do not come out in the order Amaranth happens to create them.
+            extra = [d for d in getattr(component, "clock_domains", ())
+                     if f"{d}_clk" not in {n for n, _v, _d in ports}]
+            if extra:
+                self._domains = [ClockDomain(d) for d in ("sync", *extra)]
+                for cd in self._domains:
+                    self.ports[cd.clk.name] = (cd.clk, PortDirection.Input)
+                    self.ports[cd.rst.name] = (cd.rst, PortDirection.Input)
         for port_name, value, direction in ports:
             sig = Signal(len(value), name=port_name)
             self.ports[port_name] = (sig, direction)
@@ -407,6 +418,7 @@ class _Flat(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
+        m.domains += self._domains
         m.submodules.core = self.component
         for sig, value, direction in self._links:
             if direction == PortDirection.Input:
@@ -437,6 +449,22 @@ def manifest(component, name, parameters, *, description="", keep_modules=None, 
             "direction": "input" if direction == PortDirection.Input else "output",
             "width": len(value),
         })
+    # Other clock domains (``component.clock_domains``, e.g. a MAC's ``rx``/``tx``):
+    # ``<domain>_clk``/``<domain>_rst`` ports, unless the clock is a member itself.
+    clocks = [{"name": "clk", "reset": "rst", "reset_kind": "synchronous",
+               "reset_active": "high", "domain": "sync"}]
+    clock_ports = []
+    for domain in getattr(component, "clock_domains", ()):
+        clk, rst = f"{domain}_clk", f"{domain}_rst"
+        if clk in ports:
+            clocks.append({"name": clk, "reset": None, "domain": domain})
+            continue
+        clock_ports += [{"name": clk, "direction": "input", "width": 1},
+                        {"name": rst, "direction": "input", "width": 1}]
+        clocks.append({"name": clk, "reset": rst, "reset_kind": "synchronous",
+                       "reset_active": "high", "domain": domain})
+        interfaces.append({"name": domain, "protocol": "clock", "role": "",
+                           "ports": {"clk": clk, "rst": rst}})
     grouped = {p for i in interfaces for p in i["ports"].values()}
     signals = [p["name"] for p in port_list[2:] if p["name"] not in grouped]
     if signals:
@@ -446,9 +474,8 @@ def manifest(component, name, parameters, *, description="", keep_modules=None, 
         "module": name,
         "description": description,
         "parameters": parameters,
-        "clocks": [{"name": "clk", "reset": "rst", "reset_kind": "synchronous",
-                    "reset_active": "high", "domain": "sync"}],
-        "ports": port_list,
+        "clocks": clocks,
+        "ports": port_list[:2] + clock_ports + port_list[2:],
         "interfaces": interfaces,
         "submodules": [{"module": k.module, "path": k.path, "ports": k.port_list(),
                         **({"memory": k.memory} if k.memory else {})}

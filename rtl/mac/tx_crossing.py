@@ -1,0 +1,105 @@
+"""Transmit clock-domain crossing: the core's AXI-Stream to frame words in ``tx``.
+
+:class:`TxFrameCrossing` holds frames in an :class:`amaranth.lib.fifo.AsyncFIFO` of
+words (written in ``sync``, read in ``tx``) and releases a frame to the transmitter
+only when it is complete (store and forward), because once a frame has started on the
+wire its bytes must follow at line rate. A second, small AsyncFIFO carries one token
+per complete frame (written with the frame's last word).
+
+Write side (``sync``): ``s_axis`` (AXI-Stream, ``data_width``). A beat is taken when the
+data FIFO has room (and, for a last beat, the token FIFO had room for four tokens a
+few clocks before: that flag is registered to keep the FIFO's level logic off the
+``tready`` path). Its byte count is the
+number of set ``tkeep`` bits, taken from byte 0 up (``tkeep`` is contiguous from bit 0
+on a packed stream; a beat with ``tkeep`` 0 counts as one byte). ``tuser`` bit 0 of the last beat travels with it.
+
+Read side (``tx``): ``o`` (stream of word beats, ``user`` = the ``tuser`` bit). The
+first word of a frame is offered only when that frame's token has arrived, or when the
+data FIFO is full (a frame longer than the FIFO: it then goes out cut-through, and the
+transmitter aborts it if the core falls behind; the full flag is registered, one clock
+stale). The token of each frame is consumed
+after its last word, so tokens and frames stay paired. After a ``last`` word ``o``
+offers nothing for at least one clock until the next token is seen.
+
+Reset: ``rst`` empties both FIFOs (AsyncFIFO resets from its write domain), ``tx_rst``
+the read-side state.
+"""
+from amaranth.hdl import Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.fifo import AsyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from ..lib.stream import AXIStreamSignature
+
+from .frame_beats import word_layout
+
+__all__ = ["TxFrameCrossing"]
+
+
+class TxFrameCrossing(wiring.Component):
+    def __init__(self, data_width, depth, token_depth, w_domain="sync", r_domain="tx"):
+        self._width = data_width
+        self._depth = depth
+        self._token_depth = token_depth
+        self._w = w_domain
+        self._r = r_domain
+        super().__init__({
+            "s_axis": In(AXIStreamSignature(data_width)),
+            "o": Out(stream.Signature(word_layout(data_width, 1))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        layout = word_layout(self._width, 1)
+        m.submodules.fifo = fifo = AsyncFIFO(width=layout.size, depth=self._depth,
+                                             r_domain=self._r, w_domain=self._w)
+        m.submodules.tokens = tokens = AsyncFIFO(width=1, depth=self._token_depth,
+                                                 r_domain=self._r, w_domain=self._w)
+        n = self._width // 8
+        beat = self.s_axis.payload
+
+        word_in = Signal(layout)
+        token_room = Signal()
+        count = Signal(range(n))
+        ones = Signal(range(n + 1))
+        m.d.comb += ones.eq(sum(beat.keep[k] for k in range(n)))
+        with m.If(ones != 0):           # bytes = set tkeep bits, at least one
+            m.d.comb += count.eq(ones - 1)
+        m.d.comb += [
+            word_in.data.eq(beat.data), word_in.count.eq(count),
+            word_in.last.eq(beat.last), word_in.user.eq(beat.user[0] & beat.last),
+            self.s_axis.ready.eq(fifo.w_rdy & (token_room | ~beat.last)),
+            fifo.w_data.eq(word_in.as_value()),
+            # the FIFOs ignore w_en while full: no w_rdy in their own w_en
+            fifo.w_en.eq(self.s_axis.valid & (token_room | ~beat.last)),
+            tokens.w_data.eq(0),
+            tokens.w_en.eq(self.s_axis.valid & beat.last & fifo.w_rdy & token_room),
+        ]
+        # Room for a token, registered (the token FIFO's level logic is long). w_level
+        # is itself a register of the write pointer register, so the flag misses the
+        # tokens of the last three clocks (one per clock at most): keep room for four.
+        m.d[self._w] += token_room.eq(tokens.w_level <= tokens.depth - 4)
+
+        rd = m.d[self._r]
+        start = Signal(init=1)      # the next word read is a frame's first
+        owe_token = Signal()        # a frame went out; its token is not consumed yet
+        word_out = Signal(layout)
+        full = Signal()
+        m.d.comb += word_out.eq(fifo.r_data)
+        # Registered (one clock stale): only decides when an over-long frame may start.
+        rd += full.eq(fifo.r_level == fifo.depth)
+        release = Signal()
+        m.d.comb += release.eq(~start | (~owe_token & (tokens.r_rdy | full)))
+        m.d.comb += [
+            self.o.valid.eq(fifo.r_rdy & release),
+            self.o.payload.eq(word_out),
+            fifo.r_en.eq(self.o.ready & release),
+        ]
+        with m.If(self.o.valid & self.o.ready):
+            rd += start.eq(word_out.last)
+            with m.If(word_out.last):
+                rd += owe_token.eq(1)
+        with m.If(owe_token & tokens.r_rdy):
+            m.d.comb += tokens.r_en.eq(1)
+            rd += owe_token.eq(0)
+        return m
