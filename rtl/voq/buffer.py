@@ -21,15 +21,28 @@ modules), the two FIFOs from walker to emitter, the query port and the counters.
 Interface (exported names):
 
 * ``s_axis_*`` (AXI-Stream in, ``data_width`` bits) with ``s_meta_valid/ready,
-  s_meta_queue, s_meta_tenant``: the side channel is consumed together with the first
-  beat of each packet. ``tuser[0]`` on the last beat marks a bad frame (dropped whole).
+  s_meta_queue, s_meta_tenant, s_meta_bytes`` (:func:`~opengse.rtl.interfaces.queued_packet`):
+  the side channel is consumed together with the first beat of each packet; ``bytes``
+  is ignored (the length is counted from the beats). ``tuser[0]`` on the last beat marks a bad frame (dropped whole).
   ``tkeep`` is all ones except on the last beat, where the highest set bit gives the
   byte count (a last beat with ``tkeep == 0`` counts as a bad frame).
-* ``s_deq_valid/ready, s_deq_queue, s_deq_credit``: release request. The buffer emits
+* ``s_deq_valid/ready, s_deq_queue, s_deq_credit``
+  (:func:`~opengse.rtl.interfaces.release_request`): release request. The buffer emits
   whole packets of that queue on ``m_axis_*`` until the credit (bytes) is used (the
   last packet may overrun it) or the queue is empty, then reports the release on
   ``m_deq_done_valid/ready, m_deq_done_queue, m_deq_done_bytes, m_deq_done_pkts``
-  (after the release's last beat has left ``m_axis``; an empty release reports 0/0).
+  (:func:`~opengse.rtl.interfaces.release_report`; after the release's last beat has
+  left ``m_axis``; an empty release reports 0/0). A credit above ``max_credit`` (2**
+  ``credit_width`` minus the credit of the longest packet admission can take) counts
+  as ``max_credit``, so the credit used always fits ``credit_width`` bits; ``pkts`` is
+  16 bits.
+* ``m_desc_valid/ready, m_desc_queue, m_desc_len, m_desc_last``
+  (:func:`~opengse.rtl.interfaces.emitted_packet`): one record per packet leaving
+  ``m_axis``, in order, from an 8-entry FIFO: its queue, byte length and ``last`` (the
+  last packet of its release). A packet's record is valid no later than its first beat
+  is valid on ``m_axis`` (once the earlier records are taken); the buffer starts no new
+  packet while the FIFO is full, so a consumer that takes each record at its packet's
+  first beat never holds it back. Tie ``ready`` high if unused.
   Credit is used in whole units of ``credit_unit`` bytes: a packet uses its length
   rounded up to a multiple of ``credit_unit``, and ``m_deq_done_bytes`` is the credit
   used (the sum of the rounded lengths; ``credit_unit`` = 1: the bytes sent).
@@ -68,23 +81,29 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out, connect, flipped
 
+from .. import interfaces
 from ..catalog import BlockSpec
+from ..config import GSEConfig
 from ..header.gse_header import CREDIT_UNIT_BYTES
 from ..lib.sram import VOQRam
 from ..lib.stream import AXIStreamSignature
 from .accounting import VOQAccounting
 from .counter_ram import VOQCounterRAM
 from .emitter import VOQEmitter
-from .enqueue import VOQEnqueue, meta_layout
+from .enqueue import VOQEnqueue
 from .geometry import VOQGeometry
 from .records import (DROP_REASONS, cell_desc_layout, join_ram_read, join_ram_write,
                       pkt_layout, qcnt_layout)
-from .walker import VOQWalker, deq_layout, done_layout
+from .walker import VOQWalker
 
 __all__ = ["VOQBuffer", "EXPORTS", "DROP_REASONS"]
 
 #: Depth of the FIFOs from the walker to the emitter (cell descriptors, reports).
 DESC_DEPTH = 4
+#: Depth of ``m_desc``'s FIFO: packets the walker may plan ahead of the records taken
+#: (more than the walker-to-``m_axis`` pipeline holds, so that a consumer taking each
+#: record at its packet's first beat never holds the buffer back).
+PKT_DEPTH = 8
 
 
 class VOQBuffer(wiring.Component):
@@ -93,8 +112,8 @@ class VOQBuffer(wiring.Component):
 
     def __init__(self, data_width=64, buffer_bytes=65536, cell_bytes=256, queues=1024,
                  tenants=16, queue_limit_cells=128, tenant_reserved_cells=8,
-                 tenant_limit_cells=192, alpha_log2=1, credit_width=16, counter_width=32,
-                 credit_unit=CREDIT_UNIT_BYTES):
+                 tenant_limit_cells=192, alpha_log2=1, credit_width=GSEConfig().credit_bits,
+                 counter_width=32, credit_unit=CREDIT_UNIT_BYTES):
         g = self.geometry = VOQGeometry(
             data_width=data_width, buffer_bytes=buffer_bytes, cell_bytes=cell_bytes,
             queues=queues, tenants=tenants, queue_limit_cells=queue_limit_cells,
@@ -106,13 +125,15 @@ class VOQBuffer(wiring.Component):
         self.queues, self.tenants = g.queues, g.tenants
         self.credit_width, self.credit_unit, self.counter_width = (
             g.credit_width, g.credit_unit, g.counter_width)
+        self.max_credit = g.max_credit
         cnw, lw = g.cnw, g.lw
         members = {
             "s_axis": In(AXIStreamSignature(data_width)),
-            "s_meta": In(stream.Signature(meta_layout(g))),
-            "s_deq": In(stream.Signature(deq_layout(g))),
+            "s_meta": In(interfaces.queued_packet(g.qw, g.tw)),
+            "s_deq": In(interfaces.release_request(g.qw, credit_width)),
             "m_axis": Out(AXIStreamSignature(data_width)),
-            "m_deq_done": Out(stream.Signature(done_layout(g))),
+            "m_desc": Out(interfaces.emitted_packet(g.qw)),
+            "m_deq_done": Out(interfaces.release_report(g.qw, credit_width)),
             "query_queue": In(g.qw),
             "query_pkts": Out(cnw),
             "query_bytes": Out(lw),
@@ -174,7 +195,10 @@ class VOQBuffer(wiring.Component):
         m.submodules.desc_fifo = desc_fifo = SyncFIFOBuffered(
             width=cell_desc_layout(g).size, depth=DESC_DEPTH)
         m.submodules.done_fifo = done_fifo = SyncFIFOBuffered(
-            width=done_layout(g).size, depth=DESC_DEPTH)
+            width=interfaces.release_report_layout(g.qw, g.credit_width).size,
+            depth=DESC_DEPTH)
+        m.submodules.pkt_fifo = pkt_fifo = SyncFIFOBuffered(
+            width=interfaces.emitted_packet_layout(g.qw).size, depth=PKT_DEPTH)
 
         connect(m, flipped(self.s_axis), enq.s_axis)
         connect(m, flipped(self.s_meta), enq.s_meta)
@@ -188,6 +212,8 @@ class VOQBuffer(wiring.Component):
         connect(m, desc_fifo.r_stream, emit.s_cell)
         connect(m, walk.m_done, done_fifo.w_stream)
         connect(m, done_fifo.r_stream, emit.s_done)
+        connect(m, walk.m_pkt, pkt_fifo.w_stream)
+        connect(m, pkt_fifo.r_stream, flipped(self.m_desc))
         m.d.comb += [
             acct.counters_ready.eq(qdrop.init_done & tdrop.init_done),
             enq.init_done.eq(acct.init_done), walk.init_done.eq(acct.init_done),
@@ -275,7 +301,8 @@ EXPORTS = [BlockSpec(
     name="voq", module="gse_voq_buffer", factory=VOQBuffer,
     params={"data_width": 64, "buffer_bytes": 65536, "cell_bytes": 256, "queues": 1024,
             "tenants": 16, "queue_limit_cells": 128, "tenant_reserved_cells": 8,
-            "tenant_limit_cells": 192, "alpha_log2": 1, "credit_width": 16,
+            "tenant_limit_cells": 192, "alpha_log2": 1,
+            "credit_width": GSEConfig().credit_bits,
             "counter_width": 32, "credit_unit": CREDIT_UNIT_BYTES},
     description="VOQ buffer manager: shared cell buffer, per-queue linked lists, "
                 "admission (queue limit, tenant reservation/limit, dynamic threshold), "

@@ -28,8 +28,8 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from ..lib.stream import AXIStreamSignature
+from .. import interfaces
 from .records import cell_desc_layout, free_layout, ram_read_port
-from .walker import done_layout
 
 __all__ = ["VOQEmitter"]
 
@@ -41,11 +41,11 @@ class VOQEmitter(wiring.Component):
         g = self.g = geometry
         super().__init__({
             "s_cell": In(stream.Signature(cell_desc_layout(g))),
-            "s_done": In(stream.Signature(done_layout(g))),
+            "s_done": In(interfaces.release_report(g.qw, g.credit_width)),
             "cell_rd": Out(ram_read_port(g.n * g.cb, g.data_width)),
             "m_free": Out(stream.Signature(free_layout(g))),
             "m_axis": Out(AXIStreamSignature(g.data_width)),
-            "m_deq_done": Out(stream.Signature(done_layout(g))),
+            "m_deq_done": Out(interfaces.release_report(g.qw, g.credit_width)),
             "deq_pkts": Out(g.counter_width),
         })
         # Internal events, for the formal wrapper's shadow model (through VOQBuffer).

@@ -9,8 +9,9 @@ be appended to its queue by the accounting unit) or drops the packet.
 
 Interface:
 
-* ``s_axis`` (AXI-Stream) and ``s_meta`` (``queue``, ``tenant``) in: the side channel
-  is taken together with the packet's first beat. ``tuser[0]`` on the last beat, or a
+* ``s_axis`` (AXI-Stream) and ``s_meta`` in (:func:`~opengse.rtl.interfaces.queued_packet`:
+  ``queue``, ``tenant``, ``bytes``): the side channel is taken together with the
+  packet's first beat. ``bytes`` is ignored: the length is counted from the beats. ``tuser[0]`` on the last beat, or a
   last beat with ``tkeep == 0``, marks a bad frame.
 * ``init_done``, ``free_cells``, ``deficit``, ``occ`` in: the accounting state
   (:class:`~.accounting.VOQAccounting`).
@@ -33,16 +34,13 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .. import interfaces
 from ..lib.stream import AXIStreamSignature
 from .admission import VOQAdmission
 from .records import (DROP_REASONS, R_BAD, commit_layout, drop_layout, pack, pkt_layout,
                       qcnt_layout, ram_read_port, ram_write_port)
 
-__all__ = ["VOQEnqueue", "meta_layout"]
-
-
-def meta_layout(g):
-    return data.StructLayout({"queue": g.qw, "tenant": g.tw})
+__all__ = ["VOQEnqueue"]
 
 
 class VOQEnqueue(wiring.Component):
@@ -50,7 +48,7 @@ class VOQEnqueue(wiring.Component):
         g = self.g = geometry
         super().__init__({
             "s_axis": In(AXIStreamSignature(g.data_width)),
-            "s_meta": In(stream.Signature(meta_layout(g))),
+            "s_meta": In(interfaces.queued_packet(g.qw, g.tw)),
             "init_done": In(1),
             "free_cells": In(g.cnw),
             "deficit": In(g.dw),

@@ -4,7 +4,9 @@
 handed to each of its parts, so that the records they exchange
 (:mod:`opengse.rtl.voq.records`) come out the same width on both sides.
 """
+from ..config import GSEConfig
 from ..header.gse_header import CREDIT_UNIT_BYTES
+from ..interfaces import FIELD_BITS, PKT_COUNT_BITS
 from ..lib.stream import check_data_width
 
 __all__ = ["VOQGeometry", "log2_exact"]
@@ -29,7 +31,8 @@ class VOQGeometry:
 
     def __init__(self, data_width=64, buffer_bytes=65536, cell_bytes=256, queues=1024,
                  tenants=16, queue_limit_cells=128, tenant_reserved_cells=8,
-                 tenant_limit_cells=192, alpha_log2=1, credit_width=16, counter_width=32,
+                 tenant_limit_cells=192, alpha_log2=1, credit_width=GSEConfig().credit_bits,
+                 counter_width=32,
                  credit_unit=CREDIT_UNIT_BYTES):
         self.data_width = check_data_width(data_width)
         self.bpb = data_width // 8
@@ -74,5 +77,18 @@ class VOQGeometry:
         self.cw = max(1, log2_exact(self.n, "cells"))      # cell id
         self.cnw = self.cw + 1                              # cell count 0..N
         self.lw = (self.n * cell_bytes).bit_length()        # packet/queue bytes 0..N*S
-        self.bw = max(credit_width, self.lw) + 1            # bytes sent in one release
+        self.bw = credit_width                              # credit used by one release
+        self.max_pkt_bytes = min(self.n - 1, queue_limit_cells) * cell_bytes
+        if self.max_pkt_bytes >= 1 << FIELD_BITS["len"]:
+            raise ValueError(f"a packet may be {self.max_pkt_bytes} B, more than the "
+                             f"{FIELD_BITS['len']}-bit length of m_desc: lower "
+                             f"queue_limit_cells or cell_bytes")
+        max_pkt_credit = -(-self.max_pkt_bytes // credit_unit) * credit_unit
+        self.max_credit = (1 << credit_width) - max_pkt_credit
+        if self.max_credit < 1:
+            raise ValueError(f"credit_width {credit_width} cannot hold the credit of one "
+                             f"packet of {self.max_pkt_bytes} B")
+        if self.n > 1 << PKT_COUNT_BITS:
+            raise ValueError(f"at most {1 << PKT_COUNT_BITS} cells (release reports count "
+                             f"packets in {PKT_COUNT_BITS} bits)")
         self.dw = max(1, (tenants * tenant_reserved_cells).bit_length())

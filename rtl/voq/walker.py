@@ -10,15 +10,22 @@ a multiple of ``credit_unit``.
 
 Interface:
 
-* ``s_deq`` in (``queue``, ``credit``): taken when the walker is idle, the tables are
-  ready, no TAKEOFF is pending and the report FIFO has room.
+* ``s_deq`` in (:func:`~opengse.rtl.interfaces.release_request`: ``queue``,
+  ``credit``): taken when the walker is idle, the tables are ready, no TAKEOFF is
+  pending and the report FIFO has room. A credit above ``max_credit``
+  (:class:`~.geometry.VOQGeometry`) counts as ``max_credit``.
 * ``init_done`` in.
 * ``m_cell`` out: cell descriptors (:func:`~.records.cell_desc_layout`), one per cell,
   the last cell of the release marked ``rel_end``; an empty release (credit 0 or empty
   queue) is one ``nodata`` descriptor. ``valid`` is raised only after ``ready`` was
   seen in the cycle that started the cell (the FIFO behind it has one reader only).
-* ``m_done`` out: the release's report (``queue``, ``bytes`` = credit used, ``pkts``),
-  pushed with its last descriptor (the emitter holds it back until that cell is out).
+* ``m_done`` out: the release's report (:func:`~opengse.rtl.interfaces.release_report`:
+  ``queue``, ``bytes`` = credit used, ``pkts``), pushed with its last descriptor (the
+  emitter holds it back until that cell is out).
+* ``m_pkt`` out: one record per packet (:func:`~opengse.rtl.interfaces.emitted_packet`:
+  ``queue``, ``len``, ``last`` = the last packet of its release), pushed with the
+  packet's first cell descriptor; a first cell waits until ``ready`` was seen (the
+  FIFO behind it has one reader only).
 * ``m_takeoff`` out: the packet taken off its queue (a register, held until ``ready``).
 * Tables: ``qhead_rd``, ``qcnt_rd`` (the queue at the start), ``link_rd`` and ``pkt_rd``
   (the next cell and, at a packet's first cell, its length and tenant).
@@ -32,28 +39,22 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .. import interfaces
 from .records import (cell_desc_layout, pkt_layout, qcnt_layout, ram_read_port,
                       takeoff_layout)
 
-__all__ = ["VOQWalker", "deq_layout", "done_layout"]
-
-
-def deq_layout(g):
-    return data.StructLayout({"queue": g.qw, "credit": g.credit_width})
-
-
-def done_layout(g):
-    return data.StructLayout({"queue": g.qw, "bytes": g.bw, "pkts": g.cnw})
+__all__ = ["VOQWalker"]
 
 
 class VOQWalker(wiring.Component):
     def __init__(self, geometry):
         g = self.g = geometry
         super().__init__({
-            "s_deq": In(stream.Signature(deq_layout(g))),
+            "s_deq": In(interfaces.release_request(g.qw, g.credit_width)),
             "init_done": In(1),
             "m_cell": Out(stream.Signature(cell_desc_layout(g))),
-            "m_done": Out(stream.Signature(done_layout(g))),
+            "m_done": Out(interfaces.release_report(g.qw, g.credit_width)),
+            "m_pkt": Out(interfaces.emitted_packet(g.qw)),
             "m_takeoff": Out(stream.Signature(takeoff_layout(g))),
             "qhead_rd": Out(ram_read_port(g.queues, g.cw)),
             "qcnt_rd": Out(ram_read_port(g.queues, qcnt_layout(g).size)),
@@ -69,6 +70,7 @@ class VOQWalker(wiring.Component):
         pkt_l, qcnt_l = pkt_layout(g), qcnt_layout(g)
         desc_w, done_w = self.m_cell.payload, self.m_done.payload
         desc_rdy, done_rdy = self.m_cell.ready, self.m_done.ready
+        pkt_w, pkt_rdy = self.m_pkt.payload, self.m_pkt.ready
 
         u_pend = Signal()                        # the TAKEOFF posted, not yet applied
         u = data.View(takeoff_layout(g), Signal(takeoff_layout(g).size))
@@ -105,7 +107,9 @@ class VOQWalker(wiring.Component):
                 m.d.comb += [wq_addr.eq(s_deq.payload.queue), wc_addr.eq(s_deq.payload.queue),
                              s_deq.ready.eq(self.init_done & ~u_pend & done_rdy)]
                 with m.If(s_deq.valid & s_deq.ready):
-                    m.d.sync += [w_q.eq(s_deq.payload.queue), w_credit.eq(s_deq.payload.credit)]
+                    credit = s_deq.payload.credit
+                    m.d.sync += [w_q.eq(s_deq.payload.queue),
+                                 w_credit.eq(Mux(credit > g.max_credit, g.max_credit, credit))]
                     m.next = "SNAP1"
             with m.State("SNAP1"):
                 m.d.comb += [wq_addr.eq(w_q), wc_addr.eq(w_q)]
@@ -127,7 +131,8 @@ class VOQWalker(wiring.Component):
                 with m.Else():
                     m.next = "READ"
             with m.State("READ"):
-                with m.If(desc_rdy & ~u_pend):
+                # a packet's first cell waits for room for the packet's record too
+                with m.If(desc_rdy & ~u_pend & (pkt_rdy | ~w_pstart)):
                     m.next = "WAIT"
             with m.State("WAIT"):
                 m.d.sync += [w_r_link.eq(self.link_rd.data),
@@ -165,6 +170,10 @@ class VOQWalker(wiring.Component):
                 m.d.sync += [w_cur.eq(w_r_link), w_pstart.eq(is_last), w_rem.eq(w_c_rem - 1)]
                 with m.If(w_pstart):
                     m.d.sync += [w_len.eq(w_c_len), w_ten.eq(w_c_ten), w_cells.eq(w_c_cells)]
+                    # the packet's record: known at its first cell (length and credit)
+                    m.d.comb += [self.m_pkt.valid.eq(1), pkt_w.queue.eq(w_q),
+                                 pkt_w.len.eq(w_c_len),
+                                 pkt_w.last.eq((new_b >= w_credit) | w_c_lastpkt)]
                 with m.If(is_last):
                     m.d.sync += [u_pend.eq(1), u.queue.eq(w_q), u.len.eq(w_c_len),
                                  u.cells.eq(w_c_cells), u.last.eq(w_cur),

@@ -16,7 +16,9 @@ buffer has are not compared.
 
 Stimulus, per clock, from one seeded ``random.Random``: packets of random length (1 B
 to three cells, with short, cell-sized and cell + 1 lengths favoured) to random queues
-and tenants, random data, 6 % marked bad in ``tuser``, 2 % with ``tkeep == 0`` on the
+and tenants (in phases of 1,500 clocks: 1, 2 or 8 queues, one tenant dominant or
+none, few or many releases, so that the buffer fills and every admission limit binds),
+random data, 6 % marked bad in ``tuser``, 2 % with ``tkeep == 0`` on the
 last beat, random idle cycles, the side channel sometimes late; release requests with
 random credit (0, 1, small, around a packet, up to the credit limit) to random queues;
 random back-pressure on ``m_axis`` and ``m_deq_done`` in phases (ready with
@@ -247,6 +249,8 @@ def run(params, cycles=50000, seed=1, new_cls=None, golden_cls=None, build_root=
         for i, r in enumerate(DROP_REASONS):
             stats[f"drop_{r}"] += value >> (32 * i) & 0xFFFFFFFF
 
+    phase = {}
+
     def packet():
         r = rng.random()
         if r < 0.25:
@@ -263,7 +267,9 @@ def run(params, cycles=50000, seed=1, new_cls=None, golden_cls=None, build_root=
             last = off + bpb >= n
             keep = (0 if zero_keep else (1 << k) - 1) if last else (1 << bpb) - 1
             beats.append((rng.getrandbits(8 * bpb), keep, int(last), int(bad and last)))
-        return rng.randrange(params["queues"]), rng.randrange(params["tenants"]), beats
+        q = rng.choice(phase["queues"])
+        t = phase["tenant"] if rng.random() < phase["p_tenant"] else rng.randrange(params["tenants"])
+        return q, t, beats
 
     def credit():
         r = rng.random()
@@ -292,6 +298,14 @@ def run(params, cycles=50000, seed=1, new_cls=None, golden_cls=None, build_root=
             if cycle % 500 == 0:
                 p_out = rng.choice([1.0, 0.8, 0.4, 0.1])
                 p_done = rng.choice([1.0, 0.8, 0.4])
+            if cycle % 1500 == 0:
+                # traffic phase: a few queues or many, one tenant dominant or none, the
+                # buffer filling (few releases) or draining
+                nq = min(params["queues"], rng.choice([1, 2, 8]))
+                phase["queues"] = rng.sample(range(params["queues"]), nq)
+                phase["tenant"] = rng.randrange(params["tenants"])
+                phase["p_tenant"] = rng.choice([0.0, 0.8, 1.0])
+                phase["p_deq"] = rng.choice([0.02, 0.1, 0.3])
             in_reset = next_reset <= cycle < next_reset + 3
             ctx.set(top.rst, in_reset)
             if in_reset:
@@ -325,8 +339,9 @@ def run(params, cycles=50000, seed=1, new_cls=None, golden_cls=None, build_root=
                 setin(ctx, ("s_meta", "valid"), int(rng.random() < 0.1))
                 a_valid = False
             # ---- releases ----
-            if deq is None and rng.random() < 0.25:
-                deq = (rng.randrange(params["queues"]), credit())
+            if deq is None and rng.random() < phase["p_deq"]:
+                q = rng.choice(phase["queues"]) if rng.random() < 0.8 else rng.randrange(params["queues"])
+                deq = (q, credit())
             setin(ctx, ("s_deq", "valid"), int(deq is not None))
             if deq is not None:
                 setin(ctx, ("s_deq", "payload", "queue"), deq[0])
