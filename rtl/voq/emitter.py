@@ -19,8 +19,8 @@ Interface:
   for an empty release, its marker) has left the output FIFO.
 * ``deq_pkts`` out: packets sent (last beats that left ``m_axis``).
 
-Timing: a descriptor's first beat is on ``m_axis`` 3 cycles after the descriptor is
-at the head of ``s_cell`` (load, RAM read, output FIFO).
+Timing: a descriptor's first beat is on ``m_axis`` 4 cycles after the descriptor is
+at the head of ``s_cell`` (load, RAM read, 2 cycles through the output FIFO).
 """
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring

@@ -67,12 +67,13 @@ CONFIGS = {
 }
 
 #: Deliberate changes the co-simulation must catch: (part module, text, replacement).
-#: Each is small; some change only timing, never what leaves the buffer.
+#: Each is small; two (the output FIFO, the FREE) are timing changes.
 MUTATIONS = {
     # release credit: stop at used > credit instead of >= (one more packet at the edge)
-    "walker_credit_edge": ("walker", "(new_b >= w_credit)", "(new_b > w_credit)"),
-    # a tenant's reservation one cell larger than configured
-    "admission_reserve": ("admission", "s4_res.eq(s3_ok < R)", "s4_res.eq(s3_ok <= R)"),
+    "walker_credit_edge": ("walker", "is_last & ((new_b >= w_credit) | w_c_lastpkt)",
+                           "is_last & ((new_b > w_credit) | w_c_lastpkt)"),
+    # a tenant's limit one cell larger than configured
+    "admission_tenant_limit": ("admission", "s4_cap.eq(s3_ok >= L)", "s4_cap.eq(s3_ok > L)"),
     # the output FIFO used one entry short of full: timing only
     "emitter_fifo_depth": ("emitter", "(out_fifo.w_level + m1_v) < OUT_DEPTH",
                            "(out_fifo.w_level + m1_v) < OUT_DEPTH - 1"),
