@@ -77,7 +77,7 @@ at 64 B); a packet can be released 4-7 cycles after its last beat; a release's f
 beat leaves 12 cycles after its request is accepted (see docs/voq.md).
 """
 from amaranth.hdl import Array, Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out, connect, flipped
 

@@ -35,17 +35,17 @@ Command::
 """
 import argparse
 import importlib
+import io
 import random
 import subprocess
 import sys
 import tarfile
-import io
 import time
 import types
 from pathlib import Path
 
 from amaranth.hdl import Cat, Elaboratable, Module, ResetInserter, Signal, Value
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.wiring import In
 from amaranth.sim import Simulator
 
