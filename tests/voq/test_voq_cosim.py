@@ -12,7 +12,7 @@ import voq_cosim
 from opengse.sim.runner import BUILD_ROOT
 
 #: Clocks of the identity runs (>= 50,000 on the small configuration).
-CYCLES = {"small": 60000, "small64": 20000, "default": 20000}
+CYCLES = {"small": 50000, "small64": 20000, "default": 20000}
 #: Clocks a mutant gets before it counts as not caught.
 MUTANT_CYCLES = 12000
 
