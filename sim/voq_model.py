@@ -23,7 +23,13 @@ admission check failed first.
 
 Release: whole packets while the credit used is below the credit; a packet uses its
 length rounded up to a multiple of ``credit_unit`` (the last may overrun); the report
-is the credit used (:meth:`VOQModel.credit_used`).
+is the credit used (:meth:`VOQModel.credit_used`). A credit above
+:attr:`VOQModel.max_credit` (``2**credit_width`` minus the credit of the longest packet
+admission can take, ``min(cells - 1, queue_limit_cells)`` cells) counts as
+``max_credit``, so that the credit used fits ``credit_width`` bits.
+
+Per packet released, :meth:`VOQModel.emitted` gives the record the buffer hands out on
+``m_desc``: ``(queue, len, last)``, ``last`` on the release's last packet.
 """
 from collections import deque
 from dataclasses import dataclass, field
@@ -63,7 +69,7 @@ class VOQModel:
     tenant_reserved_cells: int = 8
     tenant_limit_cells: int = 192
     alpha_log2: int = 1
-    credit_width: int = 16
+    credit_width: int = 24
     counter_width: int = 32
     credit_unit: int = 1
     q: list = field(default_factory=list, init=False)
@@ -93,6 +99,17 @@ class VOQModel:
     def credit_used(self, pkts):
         """Credit a release of ``pkts`` used (what the done report carries)."""
         return sum(self.credit_of(len(p)) for p in pkts)
+
+    @property
+    def max_credit(self):
+        """The largest credit a release may use (larger credits count as this)."""
+        longest = min(self.cells - 1, self.queue_limit_cells) * self.cell_bytes
+        return (1 << self.credit_width) - self.credit_of(longest)
+
+    @staticmethod
+    def emitted(pkts):
+        """The ``m_desc`` records of one release's packets: ``(queue, len, last)``."""
+        return [(p.queue, len(p.data), i == len(pkts) - 1) for i, p in enumerate(pkts)]
 
     def deficit(self):
         r = self.tenant_reserved_cells
@@ -145,6 +162,7 @@ class VOQModel:
         """Dequeue request: the packets released (whole, while the credit used is below
         ``credit``; the last may overrun)."""
         out, sent = [], 0
+        credit = min(credit, self.max_credit)
         if credit == 0:
             return out
         while self.q[queue] and sent < credit:

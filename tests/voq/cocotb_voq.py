@@ -6,7 +6,11 @@ contents and per-queue order of what leaves, the release rule (whole packets, th
 credit may be overrun by the last packet only), the done reports, the drop counters
 (global per reason, per queue, per tenant), that bad frames never leave, that every
 queue ends empty with every cell back on the free list, that the accounting
-invariant flag never rose, and that the sinks are empty at the end.
+invariant flag never rose, and that the sinks are empty at the end. The per-packet
+records on ``m_desc`` are checked against what left ``m_axis`` (queue, length, ``last``
+on a release's last packet), and against the model where a test predicts releases
+exactly; a monitor checks that each packet's record was valid (or already taken) when
+the packet's first beat left ``m_axis``.
 """
 import os
 import random
@@ -24,6 +28,8 @@ P = test_params()
 BPB = P["data_width"] // 8
 CELLS = P["buffer_bytes"] // P["cell_bytes"]
 CREDIT_UNIT = P["credit_unit"]
+CREDIT_MAX_FIELD = (1 << P["credit_width"]) - 1
+MAX_CREDIT = VOQModel(**P).max_credit      # larger credits count as this
 
 
 def credit_of(nbytes):
@@ -49,6 +55,10 @@ class VOQBench:
         self.deq_q = deque()
         self.done = deque()
         self.done_ready_p = 1.0
+        self.desc = deque()           # m_desc records taken: (queue, len, last)
+        self.desc_ready_p = 1.0
+        self.first_beats = 0          # packets whose first beat left m_axis
+        self.desc_taken = 0
         self.seq = {}
         self.sent = {}            # tag -> Packet
         self.sent_order = {}      # queue -> list of tags in send order
@@ -60,6 +70,7 @@ class VOQBench:
         cocotb.start_soon(self._meta_driver())
         cocotb.start_soon(self._deq_driver())
         cocotb.start_soon(self._done_monitor())
+        cocotb.start_soon(self._desc_monitor())
         cocotb.start_soon(self._invariant_monitor())
 
     async def reset(self):
@@ -78,9 +89,10 @@ class VOQBench:
                 dut.s_meta_valid.value = 0
                 await RisingEdge(dut.clk)
                 continue
-            q, t = self.meta_q[0]
+            q, t, nbytes = self.meta_q[0]
             dut.s_meta_queue.value = q
             dut.s_meta_tenant.value = t
+            dut.s_meta_bytes.value = nbytes & 0xFFFF
             dut.s_meta_valid.value = 1
             await RisingEdge(dut.clk)
             if int(dut.s_meta_ready.value):
@@ -109,6 +121,29 @@ class VOQBench:
             if int(dut.m_deq_done_valid.value) and int(dut.m_deq_done_ready.value):
                 self.done.append((int(dut.m_deq_done_queue.value), int(dut.m_deq_done_bytes.value),
                                   int(dut.m_deq_done_pkts.value)))
+
+    async def _desc_monitor(self):
+        # Takes m_desc records (random back-pressure) and checks the timing promise:
+        # when a packet's first beat leaves m_axis, its record is valid now or was taken.
+        dut = self.dut
+        in_pkt = False
+        while True:
+            dut.m_desc_ready.value = int(random.random() < self.desc_ready_p)
+            await RisingEdge(dut.clk)
+            if int(dut.rst.value):
+                in_pkt, self.first_beats, self.desc_taken = False, 0, 0
+                continue
+            d_v, d_r = int(dut.m_desc_valid.value), int(dut.m_desc_ready.value)
+            if int(dut.m_axis_tvalid.value) and int(dut.m_axis_tready.value):
+                if not in_pkt:
+                    self.first_beats += 1
+                    assert self.desc_taken + d_v >= self.first_beats, \
+                        f"packet {self.first_beats}: first beat before its m_desc record"
+                in_pkt = not int(dut.m_axis_tlast.value)
+            if d_v and d_r:
+                self.desc_taken += 1
+                self.desc.append((int(dut.m_desc_queue.value), int(dut.m_desc_len.value),
+                                  bool(int(dut.m_desc_last.value))))
 
     async def _invariant_monitor(self):
         # The RTL checks free + queued + in-flight == total (and no underflow) every
@@ -143,7 +178,7 @@ class VOQBench:
     async def send(self, pkt):
         self.sent[pkt.tag] = pkt
         self.sent_order.setdefault(pkt.queue, []).append(pkt.tag)
-        self.meta_q.append((pkt.queue, pkt.tenant))
+        self.meta_q.append((pkt.queue, pkt.tenant, len(pkt.data)))
         frame = AxiStreamFrame(pkt.data, tuser=1 if pkt.bad else 0)
         await self.src.send(frame)
 
@@ -210,6 +245,13 @@ class VOQBench:
             frames = []
             for _ in range(npkts):
                 frames.append(await self.sink.recv())
+            while len(self.desc) < npkts:
+                await RisingEdge(dut.clk)
+                cycles += 1
+                assert cycles < timeout, f"timeout waiting for m_desc records ({len(self.desc)}/{npkts})"
+            recs = self.last_records = [self.desc.popleft() for _ in range(npkts)]
+            want = [(q, len(f.tdata), i == npkts - 1) for i, f in enumerate(frames)]
+            assert recs == want, f"m_desc records {recs} != packets sent {want}"
             out.append((q, nbytes, npkts, frames))
         return out
 
@@ -220,7 +262,7 @@ class VOQBench:
             assert npkts == 0
         if npkts:
             last = credit_of(len(frames[-1].tdata))
-            assert nbytes - last < credit, "released more than the credit allows"
+            assert nbytes - last < min(credit, MAX_CREDIT), "released more than the credit allows"
         for f in frames:
             tag = int.from_bytes(bytes(f.tdata[:4]), "little")
             assert (tag >> 16) == q, f"frame of queue {tag >> 16} in a release of queue {q}"
@@ -496,7 +538,7 @@ async def test_reset_midstream(dut):
     tb = VOQBench(dut, seed=5)
     await tb.reset()
     for _ in range(20):
-        tb.meta_q.append((1, 1))
+        tb.meta_q.append((1, 1, 300))
         cocotb.start_soon(tb.src.send(AxiStreamFrame(bytes(300))))
     tb.request(1, 5000)
     await ClockCycles(dut.clk, 150)
@@ -506,6 +548,7 @@ async def test_reset_midstream(dut):
     await tb.reset()
     tb.sink.clear()
     tb.done.clear()
+    tb.desc.clear()
     await ClockCycles(dut.clk, 10)
     assert int(dut.stat_free_cells.value) == CELLS
     b = await tb.query(queue=1)
@@ -524,6 +567,53 @@ async def test_reset_midstream(dut):
 
 
 @cocotb.test()
+async def test_emitted_packets(dut):
+    """m_desc: one record per packet leaving m_axis, its length and ``last`` (the last
+    packet of its release: credit used up or queue empty) as the model predicts, with
+    random back-pressure on m_axis, m_desc and m_deq_done; each record valid by its
+    packet's first beat (the monitor)."""
+    tb = VOQBench(dut, seed=6)
+    await tb.reset()
+    m = model()
+    tb.desc_ready_p, tb.done_ready_p = 0.4, 0.7
+    nq, nt = min(P["queues"], 4), min(P["tenants"], 4)
+    lasts, multi = set(), 0
+    for phase in range(4):
+        tb.set_backpressure(p_in_idle=0.1, p_out_pause=0.2 + 0.2 * phase)
+        for _ in range(40):
+            pkt = tb.make_packet(random.randrange(nq), random.randrange(nt), rand_len(),
+                                 bad=random.random() < 0.05)
+            m.enqueue(pkt)
+            await tb.send(pkt)
+        await tb.idle()
+        for _ in range(12):
+            q = random.randrange(nq)
+            credit = random.choice([1, 64, 200, 1000, 3000, CREDIT_MAX_FIELD])
+            exp = m.release(q, credit)
+            tb.request(q, credit)
+            (rq, nb, npk, frames), = await tb.collect(1)
+            tb.check_release(q, credit, nb, npk, frames, exp)
+            assert tb.last_records == VOQModel.emitted(exp) if exp else True, \
+                f"m_desc {tb.last_records} != model {VOQModel.emitted(exp)}"
+            if npk == 0:
+                tb.last_records = []
+            lasts.update(r[2] for r in tb.last_records)
+            multi += npk > 1
+    for q in range(nq):
+        while m.q[q]:
+            exp = m.release(q, CREDIT_MAX_FIELD)
+            tb.request(q, CREDIT_MAX_FIELD)
+            (rq, nb, npk, frames), = await tb.collect(1)
+            tb.check_release(q, CREDIT_MAX_FIELD, nb, npk, frames, exp)
+            assert tb.last_records == VOQModel.emitted(exp)
+    assert lasts == {False, True} and multi > 0, (lasts, multi)
+    assert tb.desc_taken == tb.first_beats == m.deq_pkts, \
+        (tb.desc_taken, tb.first_beats, m.deq_pkts)
+    await tb.final_checks()
+    assert not tb.desc, "m_desc records left over"
+
+
+@cocotb.test()
 async def test_soak(dut):
     """Soak: VOQ_SOAK packets (default 10000) of 60-200 B to random queues/tenants, 1%
     bad, random releases and back-pressure, with one lean driver coroutine (no
@@ -538,6 +628,7 @@ async def test_soak(dut):
         sig.value = 0
     dut.m_axis_tready.value = 1
     dut.m_deq_done_ready.value = 1
+    dut.m_desc_ready.value = 1
     dut.rst.value = 1
     await ClockCycles(dut.clk, 4)
     dut.rst.value = 0

@@ -46,6 +46,7 @@ class VOQFifoTest(uvm_test):
         dut.s_deq_credit.value = 4096
         dut.s_deq_valid.value = 1
         dut.m_deq_done_ready.value = 1
+        dut.m_desc_ready.value = 1
 
     async def run_phase(self):
         self.raise_objection()

@@ -11,10 +11,10 @@ import pytest
 import voq_cosim
 from opengse.sim.runner import BUILD_ROOT
 
-#: Clocks of the identity runs (the brief asks for >= 50,000 on the test configuration).
-CYCLES = {"small": 60000, "small64": 20000, "default": 20000}
+#: Clocks of the identity runs (>= 50,000 on the small configuration).
+CYCLES = {"small": 50000, "small64": 20000, "default": 20000}
 #: Clocks a mutant gets before it counts as not caught.
-MUTANT_CYCLES = 10000
+MUTANT_CYCLES = 12000
 
 
 def _golden():
@@ -34,7 +34,9 @@ def test_voq_cosim_identical(config):
     assert stats["pkts_out"] > CYCLES[config] // 100, stats
     assert stats["releases"] > CYCLES[config] // 100, stats
     assert stats["resets"] >= 1, stats
-    assert stats["drop_bad"] and stats["drop_full"] + stats["drop_dt"], stats
+    assert stats["drop_bad"], stats
+    if config != "default":       # the 64 KB buffer seldom fills within 20,000 clocks
+        assert stats["drop_full"] + stats["drop_dt"] + stats["drop_tenant"], stats
 
 
 @pytest.mark.slow
