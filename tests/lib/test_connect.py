@@ -2,10 +2,7 @@
 
 One test per pair of the table in rtl/interfaces.py (source member -> sink member).
 ``wiring.connect`` raises ``ConnectionError`` when the two signatures differ in any
-member, width or direction, so each test fails on a mismatch. The pairs whose ends are
-being moved to the shared records on other branches (DGSQ manager, VOQ buffer) are
-strict xfails: they start passing when those branches are merged, and then the mark
-must go.
+member, width or direction, so each test fails on a mismatch.
 """
 import pytest
 from amaranth.hdl import Array, Module, Mux
@@ -30,10 +27,6 @@ from opengse.rtl.pktc.sprayer import ContainerSprayer, SprayMetaLayout
 from opengse.rtl.voq.buffer import VOQBuffer
 
 CFG = GSEConfig()
-NEEDS_OTHER_BRANCHES = pytest.mark.xfail(
-    strict=True, raises=(wiring.ConnectionError, AttributeError),
-    reason="needs the manager/VOQ branches")
-
 
 class Leaf:
     """The blocks of one leaf, built from :data:`CFG` (constructed, not elaborated)."""
@@ -140,7 +133,6 @@ def test_a_mismatch_raises(leaf):
 
 # ---- pairs with an end on the manager/VOQ branches (rtl/interfaces.py records) -------
 
-@NEEDS_OTHER_BRANCHES
 def test_manager_to_voq_packets(leaf):
     connects(leaf.manager.m_pkt, leaf.voq.s_meta)
 
@@ -149,7 +141,6 @@ def test_manager_to_container_framing(leaf):
     connects(leaf.manager.m_rel, leaf.container_framing.s_rel)
 
 
-@NEEDS_OTHER_BRANCHES
 def test_voq_reports_to_container_framing(leaf):
     connects(leaf.voq.m_deq_done, leaf.container_framing.s_done)
 
@@ -158,7 +149,6 @@ def test_container_framing_reports_to_manager(leaf):
     connects(leaf.container_framing.m_done, leaf.manager.s_rel_done)
 
 
-@NEEDS_OTHER_BRANCHES
 def test_voq_descriptors_to_container_framing(leaf):
     connects(leaf.voq.m_desc, leaf.container_framing.s_desc)
 
