@@ -66,6 +66,27 @@ __all__ = ["ContainerSprayer", "SprayMetaLayout", "EXPORTS"]
 SprayMetaLayout = spray_descriptor_layout()     # the shared record (rtl/interfaces.py)
 
 STAMPED = ("flags", "dst_node", "ttl", "seq", "len", "dgsq")
+FLAGS_OFFSET = [f[1] for f in GSE_FIELDS if f[0] == "flags"][0]
+
+
+def _stamp(data, beat, nbytes, fields):
+    """``data`` (one beat of ``nbytes`` bytes, beat index ``beat`` of its frame) with the
+    GSE header bytes of the STAMPED fields replaced by ``fields``: per byte lane, the
+    input byte, or on the beat that carries a stamped header byte in that lane, the stamp."""
+    wire = pack_header(fields)
+    stamped_bytes = set()
+    for name, off, n, _lsb, _w in GSE_FIELDS:
+        if name in STAMPED:
+            stamped_bytes.update(range(off, off + n))
+    lanes = []
+    for lane in range(nbytes):
+        byte = data[8 * lane:8 * lane + 8]
+        for k in sorted(stamped_bytes):
+            fbyte = ETH_HEADER_BYTES + k
+            if fbyte % nbytes == lane:
+                byte = Mux(beat == fbyte // nbytes, wire[k], byte)
+        lanes.append(byte)
+    return Cat(*lanes)
 LOAD_BITS = 20          # least-loaded byte counters (relative: renormalised)
 LOAD_NORM = 1 << 18
 
@@ -246,27 +267,12 @@ class ContainerSprayer(wiring.Component):
         bcur = beat
         cur_beat = Mux(start_data | start_ctrl, 0, bcur)
         in_flags = Signal(8)
-        wire = pack_header({"flags": Cat(cur_first, cur_last, in_flags[2], Const(0, 5)),
-                            "dst_node": cur_dst, "ttl": cur_ttl, "seq": cur_seq, "len": cur_len,
-                            "dgsq": cur_dgsq})
-        stamped_bytes = set()
-        for name, off, n, _lsb, _w in GSE_FIELDS:
-            if name in STAMPED:
-                stamped_bytes.update(range(off, off + n))
-        flags_off = [f[1] for f in GSE_FIELDS if f[0] == "flags"][0]
-        fb = ETH_HEADER_BYTES + flags_off
+        fb = ETH_HEADER_BYTES + FLAGS_OFFSET
         m.d.comb += in_flags.eq(s.payload.data[8 * (fb % B):8 * (fb % B) + 8])
-        # per byte lane: the input byte, or on the beat carrying a stamped header
-        # byte in that lane, the stamp
-        lanes = []
-        for lane in range(B):
-            byte = s.payload.data[8 * lane:8 * lane + 8]
-            for k in sorted(stamped_bytes):
-                fbyte = ETH_HEADER_BYTES + k
-                if fbyte % B == lane:
-                    byte = Mux(cur_beat == fbyte // B, wire[k], byte)
-            lanes.append(byte)
-        out_data = Cat(*lanes)
+        out_data = _stamp(s.payload.data, cur_beat, B, {
+            "flags": Cat(cur_first, cur_last, in_flags[2], Const(0, 5)),
+            "dst_node": cur_dst, "ttl": cur_ttl, "seq": cur_seq, "len": cur_len,
+            "dgsq": cur_dgsq})
         assert GSEFlags.FIRST.value == 1 and GSEFlags.LAST.value == 2 and GSEFlags.CE.value == 4
 
         with m.If(take_data | take_ctrl):
