@@ -14,8 +14,8 @@ Interface
 
 Timing: requests are in frame order, at most one per clock. The byte fields are
 captured from the beats before ``hdr_beat`` into registers; the comparisons of the
-beat ``hdr_beat`` itself (``seq`` and the EtherType at wide data) run from the input
-pins into the request register.
+beat ``hdr_beat`` itself (``seq`` and its decrements for the window test, and the
+EtherType at wide data) run from the input into the request register.
 """
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
@@ -32,8 +32,12 @@ _BYTES = (12, 13, ETH_HEADER_BYTES + 0, ETH_HEADER_BYTES + 1, ETH_HEADER_BYTES +
 
 
 def request_layout(geo):
+    hi = 16 - geo.win_bits
+    # qm1 = (seq >> log2 W) - 1; sm1 = seq - 1; sm1_qm1 = (sm1 >> log2 W) - 1: for the
+    # window test by equality (see ingress.py)
     return data.StructLayout({"runt": 1, "ok": 1, "first": 1, "last": 1,
-                              "src": geo.src_bits, "seq": 16})
+                              "src": geo.src_bits, "seq": 16, "qm1": hi, "sm1": 16,
+                              "sm1_qm1": hi})
 
 
 def beat_stream(geo):
@@ -56,15 +60,17 @@ class FrameHeader(wiring.Component):
         beat = self.s_beat.payload
         v = self.s_beat.valid
         ein = Signal(range(h + 2))               # beat index in the frame (saturating)
-        held = {k: Signal(8, name=f"hb{k}") for k in _BYTES if k // B < h}
+        # (of the flags byte only FIRST and LAST are kept)
+        width = {k: 2 if k == ETH_HEADER_BYTES + 1 else 8 for k in _BYTES}
+        held = {k: Signal(width[k], name=f"hb{k}") for k in _BYTES if k // B < h}
 
         def byte(k):
-            return held[k] if k in held else beat.data[8 * (k % B):8 * (k % B) + 8]
+            return held[k] if k in held else byte_of_beat(beat, k, B)
 
         with m.If(v):
             for k, reg in held.items():
                 with m.If(ein == k // B):
-                    m.d.sync += reg.eq(byte_of_beat(beat, k, B))
+                    m.d.sync += reg.eq(byte_of_beat(beat, k, B)[:width[k]])
             with m.If(beat.last):
                 m.d.sync += ein.eq(0)
             with m.Elif(ein <= h):
@@ -89,6 +95,9 @@ class FrameHeader(wiring.Component):
             req.last.eq(byte(e + 1)[1]),
             req.src.eq(src[:g.src_bits]),
             req.seq.eq(seq),
+            req.qm1.eq(seq[g.win_bits:] - 1),
+            req.sm1.eq(seq - 1),
+            req.sm1_qm1.eq((seq - 1)[g.win_bits:16] - 1),
             self.frame_end.eq(v & beat.last),
         ]
         return m

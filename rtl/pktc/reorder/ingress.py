@@ -20,8 +20,9 @@ a later frame of a claimed, still open container is appended; a FIRST frame for 
 claimed slot, or any frame once the container's LAST was accepted (``closed``), is a
 duplicate; a non-FIRST frame for a free slot is an orphan.
 
-Timing: two stages after the request. Stage 1 subtracts the window base (d and
-d - 1) and reads the slot's state; stage 2 decides from registered flags: it takes
+Timing: two stages after the request. Stage 1 tests the window (d < W and
+d - 1 < W by equality compares, per source in parallel; the sign of d and d - 1 by
+subtraction) and reads the slot's state; stage 2 decides from registered flags: it takes
 d - 1 when the source's base advanced in stage 1's clock, forwards the previous
 frame's claim (frames can be decided on consecutive clocks at wide data), and
 updates the slot state, visible to the next decision. A window jump in stage 1's
@@ -69,6 +70,16 @@ class IngressDecision(wiring.Component):
                              else self.exp[0])
         d, e = Signal(16), Signal(16)
         m.d.comb += [d.eq(req.seq - exp_s), e.eq(req.seq + ~exp_s)]    # e = d - 1
+        # "in the window" (d < W, and d - 1 < W) by equality, per source in parallel:
+        # with seq = q*W + r and next = qn*W + rn, seq - next < W iff q == qn when
+        # r >= rn, else q - 1 == qn (no subtraction on this path).
+        win_a, win_b = Signal(g.sources), Signal(g.sources)
+        for s in range(g.sources):
+            qn, rn = self.exp[s][wb:], self.exp[s][:wb]
+            ge_a = (req.seq[:wb] >= rn) if wb else 1
+            ge_b = (req.sm1[:wb] >= rn) if wb else 1
+            m.d.comb += [win_a[s].eq(Mux(ge_a, req.seq[wb:] == qn, req.qm1 == qn)),
+                         win_b[s].eq(Mux(ge_b, req.sm1[wb:] == qn, req.sm1_qm1 == qn))]
         slot1 = Signal(g.slot_index_bits)
         m.d.comb += slot1.eq(g.slot(req.src, req.seq))
         mnt_skip = mnt.valid & ~mnt.payload.jump
@@ -85,7 +96,9 @@ class IngressDecision(wiring.Component):
         m.d.sync += [
             v2.eq(v1), runt2.eq(req.runt), ok2.eq(req.ok), first2.eq(req.first),
             last2.eq(req.last), src2.eq(req.src), seq2.eq(req.seq), slot2.eq(slot1),
-            in_a.eq(d[wb:] == 0), in_b.eq(e[wb:] == 0), beh_a.eq(d[15]), beh_b.eq(e[15]),
+            in_a.eq(win_a.bit_select(req.src, 1) if g.sources > 1 else win_a[0]),
+            in_b.eq(win_b.bit_select(req.src, 1) if g.sources > 1 else win_b[0]),
+            beh_a.eq(d[15]), beh_b.eq(e[15]),
             chg2.eq((rel.valid & (rel.payload.src == req.src)) |
                     (mnt_skip & (mnt.payload.src == req.src))),
             jump2.eq(mnt.valid & mnt.payload.jump & (mnt.payload.src == req.src)),
@@ -97,8 +110,10 @@ class IngressDecision(wiring.Component):
         ]
 
         # ---- stage 2: decision, slot state update -----------------------------------
-        p_claim, p_close = Signal(), Signal()           # of the frame decided last clock
-        m.d.sync += [p_claim.eq(claim), p_close.eq(close)]
+        # the claim and close of the frame decided last clock (the claim is the decision
+        # register's own bit)
+        p_claim, p_close = self.m_dec.payload.claim, Signal()
+        m.d.sync += p_close.eq(close)
         in_win = Mux(chg2, in_b, in_a) & ~jump2
         behind = Mux(chg2, beh_b, beh_a)
         u_eff = u2 | (same2 & p_claim)
@@ -120,9 +135,9 @@ class IngressDecision(wiring.Component):
             self.drop_window.eq(outwin & (~behind | jump2)),
             self.drop_orphan.eq(good & ~u_eff & ~first2),
             self.m_ahead.valid.eq(outwin & ~behind & ~jump2 & first2),
-            self.m_ahead.payload.src.eq(src2),
-            self.m_ahead.payload.seq.eq(seq2),
         ]
+        with m.If(outwin & ~behind & ~jump2 & first2):
+            m.d.sync += [self.m_ahead.payload.src.eq(src2), self.m_ahead.payload.seq.eq(seq2)]
         dec = self.m_dec.payload
         m.d.sync += [
             self.m_dec.valid.eq(v2),

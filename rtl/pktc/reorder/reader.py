@@ -15,7 +15,7 @@ Timing: a job's fill level and ``bad`` flag are looked up as it arrives and it w
 in a 4-entry register FIFO. The current job issues one read per clock while the
 output FIFO (8 entries) has room, the last word of one job directly followed by the
 first of the next: 1 beat per clock across containers. The RAM address is a register
-of its own (it fans out to every block RAM). Read words reach the output FIFO two
+(its low bits count the words, its high bits are the slot). Read words reach the output FIFO two
 clocks after their address; the output is that FIFO's head. A bad container costs one
 clock and no output.
 """
@@ -54,12 +54,12 @@ class SlotReader(wiring.Component):
         sb, B = g.slot_bits, g.bpb
         # ---- job queue --------------------------------------------------------------------
         qlay = data.StructLayout({"src": g.src_bits, "slot": g.slot_index_bits,
-                                  "len": sb + 1, "one": 1, "bad": 1})
+                                  "len": sb + 1, "bad": 1})
         job = self.s_job.payload
         length = Cat(*self.fill).word_select(job.slot, sb + 1)
         qin = Signal(qlay)
         m.d.comb += [qin.src.eq(job.src), qin.slot.eq(job.slot), qin.len.eq(length),
-                     qin.one.eq(length == 1), qin.bad.eq(self.bad.bit_select(job.slot, 1))]
+                     qin.bad.eq(self.bad.bit_select(job.slot, 1))]
         take = Signal()
         entries, valids = register_fifo(m, "job", JOB_QUEUE, qlay, self.s_job.valid, qin, take)
         head = entries[0]
@@ -69,10 +69,10 @@ class SlotReader(wiring.Component):
 
         # ---- current job ------------------------------------------------------------------
         cur_v, cur_bad, cur_last = Signal(), Signal(), Signal()
-        cur_src, cur_slot = Signal(g.src_bits), Signal(g.slot_index_bits)
+        cur_src = Signal(g.src_bits)
         left = Signal(sb + 1)
-        ptr = Signal(sb)
-        raddr = Signal(len(self.r_addr))
+        raddr = self.r_addr                             # a register: word sb.. = slot
+        ptr, cur_slot = raddr[:sb], raddr[sb:]
         room = Signal()
         issue = Signal()
         finish = Signal()
@@ -80,17 +80,16 @@ class SlotReader(wiring.Component):
             issue.eq(cur_v & ~cur_bad & room),
             finish.eq(cur_v & (cur_bad | (issue & cur_last))),
             take.eq((~cur_v | finish) & valids[0]),
-            self.r_en.eq(1), self.r_addr.eq(raddr),
+            self.r_en.eq(1),
         ]
         with m.If(take):
-            m.d.sync += [cur_v.eq(1), cur_src.eq(head.src), cur_slot.eq(head.slot),
-                         cur_bad.eq(head.bad), left.eq(head.len), cur_last.eq(head.one),
-                         ptr.eq(0), raddr.eq(Cat(Const(0, sb), head.slot))]
+            m.d.sync += [cur_v.eq(1), cur_src.eq(head.src),
+                         cur_bad.eq(head.bad), left.eq(head.len), cur_last.eq(head.len == 1),
+                         raddr.eq(Cat(Const(0, sb), head.slot))]
         with m.Elif(finish):
             m.d.sync += cur_v.eq(0)
         with m.Elif(issue):
-            m.d.sync += [left.eq(left - 1), cur_last.eq(left == 2), ptr.eq(ptr + 1),
-                         raddr.eq(Cat((ptr + 1)[:sb], cur_slot))]
+            m.d.sync += [left.eq(left - 1), cur_last.eq(left == 2), ptr.eq(ptr + 1)]
         rel = self.m_rel.payload
         m.d.sync += [self.m_rel.valid.eq(finish), rel.src.eq(cur_src), rel.slot.eq(cur_slot),
                      rel.bad.eq(cur_bad)]

@@ -14,17 +14,18 @@ Interface
 * ``fill`` (out, per slot): words written in the slot (saturates at the slot size).
 
 Timing: beats wait in a FIFO (depth ``hdr_beat`` + 8) until their frame's decision
-arrives in a second FIFO; both are popped into one register stage, and the next clock
-forms the word's address: 0 for a claiming frame's first beat, else the slot's fill
-level (forwarded from the frame before when that one just ended in the same slot),
-then one more per beat. That register stage also sets ``fill``, ``done`` and ``bad``
-at a frame's last beat, the same clock its last word goes to the RAM's write
-register: ``done`` is visible a clock before that word is in the RAM, and the slot
-reader issues its first read at least three clocks after it sees ``done``. At most
+arrives in a second FIFO; both are popped into registers (stage 0). Stage 1 looks up
+the slot's fill level and whether the slot still belongs to the frame's container.
+Stage 2 forms the word's address: 0 for a claiming frame's first beat, else the fill
+level (forwarded from the frame before when that one ended in the same slot in the
+clock before), then one more per beat; it also sets ``fill``, ``done`` and ``bad`` at a
+frame's last beat, the clock its last word goes to the RAM's write register:
+``done`` is visible a clock before that word is in the RAM, and the slot reader
+issues its first read at least three clocks after it sees ``done``. At most
 ``hdr_beat`` + 5 beats wait, so the FIFO never fills and the input stays ready.
 """
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
@@ -66,29 +67,49 @@ class SlotWriter(wiring.Component):
             dfifo.w_en.eq(self.s_dec.valid),
             dfifo.w_data.eq(self.s_dec.payload.as_value()),
         ]
-        # ---- pop into the register stage --------------------------------------------
+        # ---- stage 0: pop into registers (nothing after the FIFOs' outputs) -------------
         pop = bfifo.r_rdy & dfifo.r_rdy
         p_last = bfifo.r_data[g.data_width]
-        p_dec = dlay(dfifo.r_data)
         m.d.comb += [bfifo.r_en.eq(pop), dfifo.r_en.eq(pop & p_last)]
         at_start = Signal(init=1)                       # the next beat popped starts a frame
         with m.If(pop):
             m.d.sync += at_start.eq(p_last)
-
-        wv, wfirst, wfwd = Signal(), Signal(), Signal()
-        wword = Signal(g.word_bits + 1)
-        wdec = Signal(dlay)
-        wbase = Signal(sb + 1)                          # start offset (claim: 0, else fill)
-        fill_sel = Cat(*self.fill).word_select(p_dec.slot, sb + 1)
-        fill_we = Signal()
-        m.d.sync += wv.eq(pop)
+        v0, first0 = Signal(), Signal()
+        word0 = Signal(g.word_bits + 1)
+        dec0 = Signal(dlay)
+        m.d.sync += v0.eq(pop)
         with m.If(pop):
-            m.d.sync += [wword.eq(bfifo.r_data), wdec.eq(p_dec), wfirst.eq(at_start),
-                         wbase.eq(Mux(p_dec.claim, 0, fill_sel)),
-                         # the frame ending in the register stage now writes this slot's fill
-                         wfwd.eq(wv & wword[g.data_width] & (wdec.slot == p_dec.slot))]
+            m.d.sync += [word0.eq(bfifo.r_data), dec0.eq(dfifo.r_data), first0.eq(at_start)]
 
-        # ---- register stage: address, RAM write, end-of-frame marks -------------------
+        # ---- stage 1: the slot's fill level and owner, from registers ------------------
+        rel, mnt = self.s_rel, self.s_mnt
+
+        def freed(slot):
+            return ((rel.valid & (rel.payload.slot == slot)) |
+                    (mnt.valid & ~mnt.payload.jump & (mnt.payload.slot == slot)))
+
+        wv, wfirst, wfwd, wown = Signal(), Signal(), Signal(), Signal()
+        wword = Signal(g.word_bits + 1)
+        wdec = Signal(data.StructLayout({"accept": 1, "claim": 1, "last": 1,
+                                         "slot": g.slot_index_bits}))
+        wbase = Signal(sb + 1)                          # start offset (claim: 0, else fill)
+        fill_sel = Cat(*self.fill).word_select(dec0.slot, sb + 1)
+        fill_we = Signal()
+        m.d.sync += wv.eq(v0)
+        with m.If(v0):
+            m.d.sync += [
+                wword.eq(word0), wfirst.eq(first0),
+                *[getattr(wdec, f).eq(getattr(dec0, f)) for f in ("accept", "claim", "last", "slot")],
+                wbase.eq(Mux(dec0.claim, 0, fill_sel)),
+                # the frame ending in stage 2 now writes this slot's fill level
+                wfwd.eq(wv & wword[g.data_width] & (wdec.slot == dec0.slot)),
+                # the slot still holds the container the frame was accepted for (a
+                # free in this clock counts; one in the next clock wins over the marks)
+                wown.eq(self.used.bit_select(dec0.slot, 1) &
+                        (self.gen.bit_select(dec0.slot, 1) == dec0.gen) & ~freed(dec0.slot)),
+            ]
+
+        # ---- stage 2: address, RAM write, end-of-frame marks ---------------------------
         wptr = Signal(sb + 1)
         prev_end, prev_we = Signal(sb + 1), Signal()
         w_last = wword[g.data_width]
@@ -99,7 +120,7 @@ class SlotWriter(wiring.Component):
         inb = ~addr[sb]                                 # addr < slot_beats
         nxt = Signal(sb + 1)
         m.d.comb += nxt.eq(addr + inb)                  # saturates at slot_beats
-        owner = self.used.bit_select(wdec.slot, 1) & (self.gen.bit_select(wdec.slot, 1) == wdec.gen)
+        owner = wown
         ovf = Signal()                                  # a beat of this frame did not fit
         m.d.sync += [
             self.w_en.eq(wv & wdec.accept & owner & inb),
@@ -112,11 +133,9 @@ class SlotWriter(wiring.Component):
         m.d.comb += fill_we.eq(wv & w_last & wdec.accept & owner)
         with m.If(wv & w_last):
             m.d.sync += [prev_end.eq(nxt), prev_we.eq(fill_we)]
-        rel, mnt = self.s_rel, self.s_mnt
         for i in range(g.nslots):
             here = fill_we & (wdec.slot == i)
-            free = ((rel.valid & (rel.payload.slot == i)) |
-                    (mnt.valid & ~mnt.payload.jump & (mnt.payload.slot == i)))
+            free = freed(i)
             with m.If(here):
                 m.d.sync += self.fill[i].eq(nxt)
             m.d.sync += [
