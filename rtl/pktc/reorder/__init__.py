@@ -45,13 +45,13 @@ Timing
 ------
 * Ingress: 1 beat per clock, always ready. A frame's decision leaves the ingress
   three clocks after the beat holding header byte 31; its beats wait in a FIFO until
-  then and reach the RAM's write register about ``hdr_beat`` + 6 clocks after they
+  then and reach the RAM's write register about ``hdr_beat`` + 8 clocks after they
   entered. A copy of a LAST frame is a duplicate however soon it follows: the
   container is closed at the LAST frame's decision.
 * Egress: 1 beat per clock inside and across containers (the next container is
-  picked while one is read). A container is picked at the earliest 2 clocks after
-  its last word reached the RAM's write register and its first word leaves about 7
-  clocks after that. Read latency: 2 clocks (block RAM, bank register) into an
+  picked while one is read). A container is picked at the earliest a clock after
+  its last word reached the RAM's write register, and its first word can leave
+  about 6 clocks after that register. Read latency: 2 clocks (block RAM, bank register) into an
   8-entry output FIFO.
 * A missing container is skipped ``timeout`` + 2 .. ``timeout`` + N + 4 clocks after
   the first later container (or part of it) of the same source was stored.
