@@ -41,6 +41,12 @@ def test_reorder(data_width):
     run("reorder", {**REORDER, "data_width": data_width}, "cocotb_reorder")
 
 
+@pytest.mark.parametrize("data_width", [64, 256])
+def test_reorder_regress(data_width):
+    """Issue 15: duplicate LAST with no idle clock, foreign EtherType, 1 beat/clock out."""
+    run("reorder", {**REORDER, "data_width": data_width}, "cocotb_reorder_regress")
+
+
 def test_sprayer():
     run("sprayer", {"data_width": 64, "uplinks": 4, "nodes": 16, "policy": 0}, "cocotb_sprayer")
 
