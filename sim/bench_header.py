@@ -118,7 +118,7 @@ def measure(block, data_width, sizes=BENCH_SIZES, seed=1):
 def bench(block, seeds=(1, 2, 3), pnr=True):
     """Figures for ``block`` ("tagger" or "parser"): throughput by width and size, the
     worst of them as ``beats_per_clock``, and ECP5 figures at 64 bits if ``pnr``."""
-    from .benchmark import implement_block, no_pnr_figures
+    from .benchmark import LINE_RATE, Target, fmax_target, implement_block, no_pnr_figures, verdict
 
     if block not in ("tagger", "parser"):
         raise ValueError(f"bench_header covers the tagger and the parser, not {block!r}")
@@ -136,4 +136,8 @@ def bench(block, seeds=(1, 2, 3), pnr=True):
         out.update(implement_block(block, params, seeds=seeds))
     else:
         out.update(no_pnr_figures())
+    out["note"], out["meets_targets"] = verdict([
+        Target("beats/clock (worst width and size)", out["beats_per_clock"], LINE_RATE),
+        fmax_target("Fmax (MHz, 64-bit)", out),
+    ])
     return out

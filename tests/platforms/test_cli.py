@@ -55,6 +55,9 @@ def test_bench_smoke():
     doc = json.loads(proc.stdout)
     assert set(doc) >= {"beats_per_clock", "fmax_mhz", "luts", "ffs", "brams"}
     assert doc["fmax_mhz"] is None
+    # No Fmax measured: the verdict cannot be "meets the targets".
+    assert doc["meets_targets"] is not True and "meets the targets" not in doc["note"]
+    assert "Fmax (MHz, 64-bit) not measured" in doc["note"]
     by_size = doc["beats_per_clock_by_size"]
     assert set(by_size) == {"64", "256"}
     assert set(by_size["64"]) == {"60", "64", "65", "1500", "9000"}
