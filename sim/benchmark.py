@@ -52,7 +52,7 @@ def implement_block(block, params=None, *, seeds=(1, 2, 3)):
 
 def no_pnr_figures():
     """The ECP5 figures of a bench run with ``pnr=False``: none measured."""
-    return {"fmax_mhz": None, "luts": None, "ffs": None, "brams": None, "pnr": "skipped (--no-pnr)"}
+    return {"fmax_mhz": None, "luts": None, "ffs": None, "brams": None, "pnr": "place-and-route skipped: --no-pnr"}
 
 
 class Target:

@@ -21,7 +21,7 @@ def test_verdict_all_measured_and_met():
 def test_verdict_not_measured_is_not_met():
     note, ok = verdict([Target("rate", 1.0, 1.0), fmax_target("Fmax", no_pnr_figures())])
     assert ok is None
-    assert note == "targets not verified: Fmax not measured (skipped (--no-pnr))"
+    assert note == "targets not verified: Fmax not measured (place-and-route skipped: --no-pnr)"
 
 
 def test_verdict_timeout_is_not_measured():
@@ -53,7 +53,7 @@ def test_bench_dgsq_no_pnr_never_meets_the_targets(monkeypatch, burst):
     monkeypatch.setattr(bench_dgsq, "decision_rate", lambda: _fake_rate(burst))
     fig = bench_dgsq.bench(pnr=False)
     assert "meets the targets" not in fig["note"]
-    assert "arbiter Fmax (MHz) not measured (skipped (--no-pnr))" in fig["note"]
+    assert "arbiter Fmax (MHz) not measured (place-and-route skipped: --no-pnr)" in fig["note"]
     assert "manager Fmax (MHz) not measured" in fig["note"]
     assert fig["meets_targets"] is (None if burst == 1.0 else False)
 
