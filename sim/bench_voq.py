@@ -18,7 +18,8 @@ from amaranth.sim import Simulator
 
 from opengse.rtl.voq.buffer import VOQBuffer
 
-from .benchmark import FMAX_TARGET_MHZ, LINE_RATE, Target, fmax_target, implement_block, no_pnr_figures, verdict
+from .benchmark import (FMAX_TARGET_MHZ, LINE_RATE, Target, fmax_target, implement_block,
+                        no_pnr_figures, verdict)
 
 __all__ = ["bench", "measure_throughput"]
 

@@ -13,12 +13,20 @@ makes it "targets not verified: ..."; a miss makes it "misses the targets: ...".
 ``meets_targets`` is ``True``, ``False`` (a miss) or ``None`` (nothing missed, but
 not everything measured).
 """
+
 import os as _os
 
 from .runner import BUILD_ROOT
 
-__all__ = ["implement_block", "no_pnr_figures", "Target", "fmax_target", "verdict",
-           "FMAX_TARGET_MHZ", "LINE_RATE"]
+__all__ = [
+    "implement_block",
+    "no_pnr_figures",
+    "Target",
+    "fmax_target",
+    "verdict",
+    "FMAX_TARGET_MHZ",
+    "LINE_RATE",
+]
 
 #: The brief's targets: every block on ECP5 at 64 bits, and 1 beat per clock for
 #: every frame size of 60 B and more with no back-pressure.
@@ -39,9 +47,14 @@ def implement_block(block, params=None, *, seeds=(1, 2, 3)):
     params = resolve_params(spec, params or {})
     tag = "-".join(f"{k}{v}" for k, v in sorted(params.items()))[:80]
     workdir = BUILD_ROOT / "bench" / f"{spec.name}-{tag}"
-    v_path, _ = write_export(spec.build(**params), spec.module, params, workdir,
-                             description=spec.description,
-                             keep_modules=spec.kept_modules(**params))
+    v_path, _ = write_export(
+        spec.build(**params),
+        spec.module,
+        params,
+        workdir,
+        description=spec.description,
+        keep_modules=spec.kept_modules(**params),
+    )
     timeout = int(_os.environ.get("OPENGSE_PNR_TIMEOUT", "0")) or None
     figures = implement(v_path, spec.module, workdir / "ecp5", seeds=seeds, timeout=timeout)
     figures["seeds"] = list(seeds)
@@ -52,7 +65,13 @@ def implement_block(block, params=None, *, seeds=(1, 2, 3)):
 
 def no_pnr_figures():
     """The ECP5 figures of a bench run with ``pnr=False``: none measured."""
-    return {"fmax_mhz": None, "luts": None, "ffs": None, "brams": None, "pnr": "place-and-route skipped: --no-pnr"}
+    return {
+        "fmax_mhz": None,
+        "luts": None,
+        "ffs": None,
+        "brams": None,
+        "pnr": "place-and-route skipped: --no-pnr",
+    }
 
 
 class Target:
@@ -78,13 +97,20 @@ def fmax_target(label, figures, target=FMAX_TARGET_MHZ):
     fmax = figures.get("fmax_mhz")
     timeouts = figures.get("fmax_timeouts") or []
     if fmax is None:
-        why = (f"place-and-route timed out on seeds {', '.join(map(str, timeouts))}" if timeouts
-               else figures.get("pnr", "no place-and-route figures"))
+        why = (
+            f"place-and-route timed out on seeds {', '.join(map(str, timeouts))}"
+            if timeouts
+            else figures.get("pnr", "no place-and-route figures")
+        )
         return Target(label, None, target, why=why)
     if timeouts:
         done = ", ".join(map(str, [s for s in figures.get("seeds", []) if s not in timeouts])) or "?"
-        return Target(label, fmax, target, why=f"median of seeds {done} only: seeds "
-                                                f"{', '.join(map(str, timeouts))} timed out")
+        return Target(
+            label,
+            fmax,
+            target,
+            why=f"median of seeds {done} only: seeds {', '.join(map(str, timeouts))} timed out",
+        )
     return Target(label, fmax, target)
 
 

@@ -8,13 +8,22 @@ sink (cocotbext-axi's ``AxiStreamSink`` or :class:`~opengse.sim.valid_ready.Fiel
 Behind them, :func:`opengse.sim.runner.run_cocotb` gives every cocotb test a
 simulated-time limit, so even an unbounded ``await sink.recv()`` ends.
 """
+
 import inspect
 
 import cocotb
 from cocotb.triggers import ClockCycles, First, RisingEdge
 
-__all__ = ["random_pause", "reset_dut", "drain_until", "WaitTimeout", "DEFAULT_WAIT_CLOCKS",
-           "wait_until", "recv_within", "within"]
+__all__ = [
+    "random_pause",
+    "reset_dut",
+    "drain_until",
+    "WaitTimeout",
+    "DEFAULT_WAIT_CLOCKS",
+    "wait_until",
+    "recv_within",
+    "within",
+]
 
 #: Default bound of the waits below: far longer than any block takes to answer
 #: (the DGSQ lease of 8192 clocks is the longest timer a test waits out).
@@ -87,7 +96,7 @@ def _sink_name(sink):
     bus = getattr(sink, "bus", None)
     tdata = getattr(bus, "tdata", None) if bus is not None else None
     name = getattr(tdata, "_name", None)
-    return name[:-len("_tdata")] if name and name.endswith("_tdata") else type(sink).__name__
+    return name[: -len("_tdata")] if name and name.endswith("_tdata") else type(sink).__name__
 
 
 async def recv_within(sink, what=None, clocks=DEFAULT_WAIT_CLOCKS, clk=None):

@@ -22,6 +22,7 @@ simulator by :func:`apply_sim_time_limit`, one of cocotb's start-up entry points
 too (:mod:`opengse.sim.cocotb_util`), with messages naming what they waited for;
 pytest-timeout bounds the wall time of every pytest test (``pyproject.toml``).
 """
+
 import fcntl
 import hashlib
 import importlib
@@ -35,8 +36,15 @@ from pathlib import Path
 
 from opengse.platforms.tools import tool_env
 
-__all__ = ["BUILD_ROOT", "SIM_TIME_LIMIT_MS", "tool_env", "build_block", "run_cocotb",
-           "test_params", "apply_sim_time_limit"]
+__all__ = [
+    "BUILD_ROOT",
+    "SIM_TIME_LIMIT_MS",
+    "tool_env",
+    "build_block",
+    "run_cocotb",
+    "test_params",
+    "apply_sim_time_limit",
+]
 
 #: Where builds go: ``$OPENGSE_BUILD_DIR``, else ``build/`` in the working directory (an
 #: installed package has no checkout to build in).
@@ -89,17 +97,30 @@ def build_block(block, params=None, *, waves=False, build_args=()):
     params = resolve_params(spec, params or {})
     build_dir = _param_dir(spec.name, params, waves)
     with _locked(build_dir.with_suffix(".lock")):
-        v_path, _ = write_export(spec.build(**params), spec.module, params, build_dir / "rtl",
-                                 description=spec.description,
-                                 keep_modules=spec.kept_modules(**params))
+        v_path, _ = write_export(
+            spec.build(**params),
+            spec.module,
+            params,
+            build_dir / "rtl",
+            description=spec.description,
+            keep_modules=spec.kept_modules(**params),
+        )
         runner = get_runner("verilator")
         runner.build(
             sources=[v_path],
             hdl_toplevel=spec.module,
             build_dir=build_dir,
-            build_args=["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "unique",
-                        "--x-initial", "unique", *build_args]
-            + (["--trace-structs"] if waves else []),   # VCD: FST needs lz4 headers
+            build_args=[
+                "-Wno-fatal",
+                "-Wno-lint",
+                "-Wno-style",
+                "--x-assign",
+                "unique",
+                "--x-initial",
+                "unique",
+                *build_args,
+            ]
+            + (["--trace-structs"] if waves else []),  # VCD: FST needs lz4 headers
             waves=waves,
             log_file=build_dir / "build.log",
         )
@@ -116,8 +137,17 @@ def _limit_ms(sim_time_limit_ms):
         raise ValueError(f"{_LIMIT_ENV}={text!r} is not a number of milliseconds") from None
 
 
-def run_cocotb(block, params=None, test_module=None, *, testcase=None, seed=None,
-               extra_env=None, build_args=(), sim_time_limit_ms=None):
+def run_cocotb(
+    block,
+    params=None,
+    test_module=None,
+    *,
+    testcase=None,
+    seed=None,
+    extra_env=None,
+    build_args=(),
+    sim_time_limit_ms=None,
+):
     """Build ``block`` with ``params`` and run cocotb ``test_module`` on it.
 
     ``sim_time_limit_ms`` bounds the simulated time of each cocotb test that sets no
@@ -129,8 +159,7 @@ def run_cocotb(block, params=None, test_module=None, *, testcase=None, seed=None
     from cocotb_tools.check_results import get_results
 
     waves = os.environ.get("WAVES", "") not in ("", "0")
-    runner, build_dir, module, params = build_block(block, params, waves=waves,
-                                                    build_args=build_args)
+    runner, build_dir, module, params = build_block(block, params, waves=waves, build_args=build_args)
     run_dir = build_dir / "runs" / f"{test_module}-{uuid.uuid4().hex[:8]}"
     run_dir.mkdir(parents=True)
     limit = _limit_ms(sim_time_limit_ms)
@@ -139,12 +168,12 @@ def run_cocotb(block, params=None, test_module=None, *, testcase=None, seed=None
         # cocotb modules are found on this process's sys.path (cocotb's runner passes
         # it on): pytest puts each test folder there, the benches are in opengse.sim.
         _LIMIT_ENV: repr(limit),
-        "PYGPI_USERS": ",".join((*_COCOTB_ENTRY_POINTS, _LIMIT_ENTRY_POINT,
-                                 _REGRESSION_ENTRY_POINT)),
+        "PYGPI_USERS": ",".join((*_COCOTB_ENTRY_POINTS, _LIMIT_ENTRY_POINT, _REGRESSION_ENTRY_POINT)),
     }
     env.update(extra_env or {})
     try:
-        xml = _run_test(runner,
+        xml = _run_test(
+            runner,
             test_module=test_module,
             hdl_toplevel=module,
             testcase=testcase,
@@ -156,15 +185,16 @@ def run_cocotb(block, params=None, test_module=None, *, testcase=None, seed=None
             waves=waves,
             log_file=run_dir / "sim.log",
         )
-    except SystemExit:      # the runner exits when a test fails; report it as a failure
+    except SystemExit:  # the runner exits when a test fails; report it as a failure
         xml = run_dir / "results.xml"
     total, failed = get_results(Path(xml)) if Path(xml).exists() else (0, 0)
     log = run_dir / "sim.log"
     if total == 0 or failed:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-80:]) if log.exists() else ""
         why = "".join(f"{line}\n" for line in _failures(Path(xml), limit)) if Path(xml).exists() else ""
-        raise AssertionError(f"{why}{failed} of {total} cocotb tests failed (0 ran counts as a "
-                             f"failure); log: {log}\n{tail}")
+        raise AssertionError(
+            f"{why}{failed} of {total} cocotb tests failed (0 ran counts as a failure); log: {log}\n{tail}"
+        )
     return total
 
 
@@ -176,9 +206,11 @@ def _failures(xml, limit):
         for bad in list(case.iter("failure")) + list(case.iter("error")):
             name = f"{case.get('classname')}.{case.get('name')}"
             if bad.get("type") == "SimTimeoutError":
-                lines.append(f"cocotb test {name} ran past its simulated-time limit "
-                             f"({limit:g} ms unless it sets timeout_time): stuck, or set "
-                             f"run_cocotb(sim_time_limit_ms=...) / {_LIMIT_ENV}")
+                lines.append(
+                    f"cocotb test {name} ran past its simulated-time limit "
+                    f"({limit:g} ms unless it sets timeout_time): stuck, or set "
+                    f"run_cocotb(sim_time_limit_ms=...) / {_LIMIT_ENV}"
+                )
             else:
                 lines.append(f"cocotb test {name} failed: {bad.get('type')}: {bad.get('message')}")
             break
@@ -201,7 +233,7 @@ def apply_sim_time_limit():
     for name in filter(None, (m.strip() for m in os.environ.get("COCOTB_TEST_MODULES", "").split(","))):
         try:
             module = importlib.import_module(name)
-        except Exception:       # noqa: BLE001 - cocotb imports it again and reports why
+        except Exception:  # noqa: BLE001 - cocotb imports it again and reports why
             return
         for obj in vars(module).values():
             if isinstance(obj, (Test, TestGenerator)) and obj.timeout is None:
@@ -217,4 +249,4 @@ def test_params():
     return json.loads(os.environ.get("OPENGSE_PARAMS", "{}"))
 
 
-test_params.__test__ = False   # not a pytest test
+test_params.__test__ = False  # not a pytest test

@@ -8,6 +8,7 @@ give up after ``timeout`` clocks (default
 :class:`~opengse.sim.cocotb_util.WaitTimeout` naming the port ("waited 200000 clocks
 for item 3 on m_hdr").
 """
+
 from collections import deque
 
 import cocotb
@@ -26,7 +27,7 @@ class _Base:
         self.ready = getattr(dut, f"{prefix}_ready")
         if fields is None:
             names = [n for n in dir(dut) if n.startswith(prefix + "_")]
-            fields = [n[len(prefix) + 1:] for n in names if n[len(prefix) + 1:] not in ("valid", "ready")]
+            fields = [n[len(prefix) + 1 :] for n in names if n[len(prefix) + 1 :] not in ("valid", "ready")]
         self.fields = {f: getattr(dut, f"{prefix}_{f}") for f in fields}
         self.queue = deque()
         self._pause = None
@@ -55,9 +56,13 @@ class FieldStreamSource(_Base):
 
     async def wait(self, timeout=DEFAULT_WAIT_CLOCKS):
         """Wait until every queued item has been taken (at most ``timeout`` clocks)."""
-        await wait_until(self.clk, lambda: not (self.queue or self.valid.value),
-                         f"{self.name} to take {len(self.queue) + int(bool(self.valid.value))} "
-                         f"more item(s) ({self.sent} taken so far)", timeout)
+        await wait_until(
+            self.clk,
+            lambda: not (self.queue or self.valid.value),
+            f"{self.name} to take {len(self.queue) + int(bool(self.valid.value))} "
+            f"more item(s) ({self.sent} taken so far)",
+            timeout,
+        )
 
     async def _run(self):
         current = None
@@ -95,8 +100,12 @@ class FieldStreamSink(_Base):
 
     async def recv(self, timeout=DEFAULT_WAIT_CLOCKS):
         """The next item, waiting at most ``timeout`` clocks for it."""
-        await wait_until(self.clk, lambda: bool(self.queue),
-                         f"item {self.received - len(self.queue) + 1} on {self.name}", timeout)
+        await wait_until(
+            self.clk,
+            lambda: bool(self.queue),
+            f"item {self.received - len(self.queue) + 1} on {self.name}",
+            timeout,
+        )
         return self.queue.popleft()
 
     async def _run(self):

@@ -1,6 +1,7 @@
 """cocotb module of ``test_watchdog.py``: a tagger that is made to stall, to show that
 a stuck DUT fails its test with a message instead of hanging. Each test is run on its
 own by the pytest side (they are meant to fail, except ``free_flowing``)."""
+
 import random
 
 import cocotb
@@ -12,8 +13,18 @@ from opengse.sim.gse_scapy import tag
 from opengse.sim.traffic import random_frame
 from opengse.sim.valid_ready import FieldStreamSource
 
-HDR = {"type": 0, "flags": 0, "tc": 0, "tenant": 0, "src_node": 1, "dst_node": 2, "port": 0,
-       "ttl": 64, "seq": 0, "dgsq": 0}
+HDR = {
+    "type": 0,
+    "flags": 0,
+    "tc": 0,
+    "tenant": 0,
+    "src_node": 1,
+    "dst_node": 2,
+    "port": 0,
+    "ttl": 64,
+    "seq": 0,
+    "dgsq": 0,
+}
 
 
 async def _tagger(dut, ready=True):
@@ -21,7 +32,7 @@ async def _tagger(dut, ready=True):
     source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
     sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
     hdr = FieldStreamSource(dut, "s_hdr", dut.clk, tuple(HDR) + ("len",))
-    sink.pause = not ready              # m_axis_tready held low: the tagger cannot emit
+    sink.pause = not ready  # m_axis_tready held low: the tagger cannot emit
     await reset_dut(dut)
     return source, sink, hdr
 

@@ -2,6 +2,7 @@
 measured and met (issue 18 item 6). The benches run with their simulations replaced
 by fixed figures, so each verdict path is checked without minutes of simulation;
 `gse bench parser --no-pnr --json` in test_cli.py checks one end to end."""
+
 import pytest
 
 from opengse.sim import bench_dgsq, bench_header, bench_voq
@@ -9,13 +10,21 @@ from opengse.sim.benchmark import Target, fmax_target, no_pnr_figures, verdict
 
 
 def _pnr(fmax, seeds=(1, 2, 3), timeouts=()):
-    return {"fmax_mhz": fmax, "fmax_timeouts": list(timeouts), "seeds": list(seeds),
-            "luts": 10, "ffs": 10, "brams": 0}
+    return {
+        "fmax_mhz": fmax,
+        "fmax_timeouts": list(timeouts),
+        "seeds": list(seeds),
+        "luts": 10,
+        "ffs": 10,
+        "brams": 0,
+    }
 
 
 def test_verdict_all_measured_and_met():
-    assert verdict([Target("rate", 1.0, 1.0), fmax_target("Fmax", _pnr(160.0))]) == \
-        ("meets the targets", True)
+    assert verdict([Target("rate", 1.0, 1.0), fmax_target("Fmax", _pnr(160.0))]) == (
+        "meets the targets",
+        True,
+    )
 
 
 def test_verdict_not_measured_is_not_met():
@@ -32,13 +41,19 @@ def test_verdict_timeout_is_not_measured():
 def test_verdict_partial_seeds_are_not_verified():
     note, ok = verdict([fmax_target("Fmax", _pnr(170.0, timeouts=(3,)))])
     assert ok is None
-    assert note == ("targets not verified: Fmax 170 from an incomplete run "
-                    "(median of seeds 1, 2 only: seeds 3 timed out)")
+    assert note == (
+        "targets not verified: Fmax 170 from an incomplete run (median of seeds 1, 2 only: seeds 3 timed out)"
+    )
 
 
 def test_verdict_miss_wins_and_lists_the_unmeasured_too():
-    note, ok = verdict([Target("rate", 0.988, 1.0), Target("balance", 9000, 8000, least=False),
-                        fmax_target("Fmax", no_pnr_figures())])
+    note, ok = verdict(
+        [
+            Target("rate", 0.988, 1.0),
+            Target("balance", 9000, 8000, least=False),
+            fmax_target("Fmax", no_pnr_figures()),
+        ]
+    )
     assert ok is False
     assert note.startswith("misses the targets: rate 0.988 < 1; balance 9000 > 8000; Fmax not measured")
 
@@ -58,11 +73,14 @@ def test_bench_dgsq_no_pnr_never_meets_the_targets(monkeypatch, burst):
     assert fig["meets_targets"] is (None if burst == 1.0 else False)
 
 
-@pytest.mark.parametrize("arbiter, manager, ok", [
-    (_pnr(163.1), _pnr(194.3), True),
-    (_pnr(150.0), _pnr(194.3), False),
-    (_pnr(None, timeouts=(1, 2, 3)), _pnr(194.3), None),
-])
+@pytest.mark.parametrize(
+    "arbiter, manager, ok",
+    [
+        (_pnr(163.1), _pnr(194.3), True),
+        (_pnr(150.0), _pnr(194.3), False),
+        (_pnr(None, timeouts=(1, 2, 3)), _pnr(194.3), None),
+    ],
+)
 def test_bench_dgsq_with_pnr(monkeypatch, arbiter, manager, ok):
     monkeypatch.setattr(bench_dgsq, "decision_rate", lambda: _fake_rate(1.0))
     figs = {"grant_arbiter": arbiter, "dgsq_manager": manager}

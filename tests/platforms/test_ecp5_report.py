@@ -1,5 +1,6 @@
 """The ECP5 flow's report reading, on hand-made Yosys and nextpnr reports: the
 critical-register summary, and resource counts that are never guessed."""
+
 import pytest
 
 from opengse.platforms.ecp5 import ReportError, critical_registers, resources, stat_cells
@@ -10,24 +11,32 @@ def _end(cell, worst, port="DI"):
 
 
 def test_critical_registers_groups_bits_and_orders():
-    report = {"detailed_net_timings": [
-        {"net": "a", "endpoints": [_end("core.any_q_TRELLIS_FF_Q", 6.4)]},
-        {"net": "b", "endpoints": [_end("core.mask_TRELLIS_FF_Q_3", 6.1),
-                                   _end("core.mask_TRELLIS_FF_Q_17", 6.0, "CE"),
-                                   _end("core.mask_TRELLIS_FF_Q_40", 5.2)]},
-        {"net": "c", "endpoints": [_end("core.$signal$12_TRELLIS_FF_Q_1", 6.2)]},
-        {"net": "d", "endpoints": [_end("ram_DP16KD", 3.0, "ADA4")]},
-        {"net": "e", "endpoints": [{"cell": "core.slots_used_TRELLIS_FF_Q", "port": "DI",
-                                    "delay": 5.5}]},
-    ]}
+    report = {
+        "detailed_net_timings": [
+            {"net": "a", "endpoints": [_end("core.any_q_TRELLIS_FF_Q", 6.4)]},
+            {
+                "net": "b",
+                "endpoints": [
+                    _end("core.mask_TRELLIS_FF_Q_3", 6.1),
+                    _end("core.mask_TRELLIS_FF_Q_17", 6.0, "CE"),
+                    _end("core.mask_TRELLIS_FF_Q_40", 5.2),
+                ],
+            },
+            {"net": "c", "endpoints": [_end("core.$signal$12_TRELLIS_FF_Q_1", 6.2)]},
+            {"net": "d", "endpoints": [_end("ram_DP16KD", 3.0, "ADA4")]},
+            {"net": "e", "endpoints": [{"cell": "core.slots_used_TRELLIS_FF_Q", "port": "DI", "delay": 5.5}]},
+        ]
+    }
     rows = critical_registers(report, top=3)
     assert rows == ["any_q: 6.40 ns (1)", "$signal$12: 6.20 ns (1)", "mask: 6.10 ns (2)"]
 
 
 def test_critical_registers_single_values():
-    report = {"detailed_net_timings": [
-        {"net": "e", "endpoints": [{"cell": "core.slots_used_TRELLIS_FF_Q", "port": "DI",
-                                    "delay": 5.5}]}]}
+    report = {
+        "detailed_net_timings": [
+            {"net": "e", "endpoints": [{"cell": "core.slots_used_TRELLIS_FF_Q", "port": "DI", "delay": 5.5}]}
+        ]
+    }
     assert critical_registers(report) == ["slots_used: 5.50 ns (1)"]
 
 
@@ -46,8 +55,12 @@ def _util(**used):
 
 def test_resources_all_counted():
     cells = {"LUT4": 120, "CCU2C": 9, "TRELLIS_FF": 80, "DP16KD": 3}
-    assert resources(cells, _util(TRELLIS_FF=80, DP16KD=3)) == \
-        {"luts": 120, "carry_cells": 9, "ffs": 80, "brams": 3}
+    assert resources(cells, _util(TRELLIS_FF=80, DP16KD=3)) == {
+        "luts": 120,
+        "carry_cells": 9,
+        "ffs": 80,
+        "brams": 3,
+    }
 
 
 def test_resources_absent_bram_confirmed_zero_by_nextpnr():
@@ -82,6 +95,10 @@ def test_stat_without_cell_counts_is_an_error():
 
 
 def test_stat_sums_modules_when_no_design_section():
-    doc = {"modules": {"\\a": {"num_cells_by_type": {"LUT4": 2, "TRELLIS_FF": 1}},
-                       "\\b": {"num_cells_by_type": {"LUT4": 3}}}}
+    doc = {
+        "modules": {
+            "\\a": {"num_cells_by_type": {"LUT4": 2, "TRELLIS_FF": 1}},
+            "\\b": {"num_cells_by_type": {"LUT4": 3}},
+        }
+    }
     assert stat_cells(doc) == {"LUT4": 5, "TRELLIS_FF": 1}

@@ -1,5 +1,6 @@
 """The README's figures table is generated from docs/figures.json and cannot drift
 from it (issue 18 item 6)."""
+
 import copy
 import json
 import subprocess
@@ -21,8 +22,9 @@ def _doc():
 
 def test_readme_table_is_the_rendering_of_the_committed_figures():
     readme = (ROOT / "README.md").read_text()
-    assert fg.update_readme(readme, _doc()) == readme, \
+    assert fg.update_readme(readme, _doc()) == readme, (
         "README.md's figures table differs from docs/figures.json: run `gse figures --write`"
+    )
 
 
 def test_every_row_has_a_source_and_every_block_a_row():
@@ -36,8 +38,10 @@ def test_unmeasured_fmax_renders_as_not_measured():
     doc["rows"]["tagger"]["figures"].update(fmax_mhz=None, fmax_timeouts=[1, 2, 3])
     doc["rows"]["parser"]["figures"].update(fmax_mhz=None)
     table = fg.render_table(doc)
-    assert "| tagger (64-bit) | 1.0 beat/clock, all sizes, 64 and 256 bit | not measured " \
-           "(place-and-route timed out: seeds 1, 2, 3) |" in table
+    assert (
+        "| tagger (64-bit) | 1.0 beat/clock, all sizes, 64 and 256 bit | not measured "
+        "(place-and-route timed out: seeds 1, 2, 3) |" in table
+    )
     assert "| parser (64-bit, strip) | 1.0 beat/clock, all sizes, 64 and 256 bit | not measured |" in table
 
 
@@ -57,8 +61,12 @@ def test_merge_dgsq_bench_no_pnr():
     "not measured", keeps the manager's descriptor rate (which the bench does not
     measure) and drops the old seed remark."""
     doc = copy.deepcopy(_doc())
-    bench = {"decisions_per_clock": 1.0, "decisions_per_clock_sustained": 0.5495,
-             "arbiter": no_pnr_figures(), "manager": no_pnr_figures()}
+    bench = {
+        "decisions_per_clock": 1.0,
+        "decisions_per_clock_sustained": 0.5495,
+        "arbiter": no_pnr_figures(),
+        "manager": no_pnr_figures(),
+    }
     assert fg.merge(doc, "grant_arbiter", bench, "test run") == ["dgsq_manager", "grant_arbiter"]
     arb, man = doc["rows"]["grant_arbiter"], doc["rows"]["dgsq_manager"]
     assert arb["source"] == "test run" and "fmax_remark" not in arb["figures"]
@@ -66,16 +74,24 @@ def test_merge_dgsq_bench_no_pnr():
     assert man["figures"]["descriptors_per_clock"] == 0.295
     assert man["source"].startswith("test run; descriptors_per_clock from before (")
     table = fg.render_table(doc)
-    assert "| grant_arbiter (64 requesters) | 1.0 decisions/clock (burst), 0.5495 sustained | " \
-           "not measured | not measured |" in table
+    assert (
+        "| grant_arbiter (64 requesters) | 1.0 decisions/clock (burst), 0.5495 sustained | "
+        "not measured | not measured |" in table
+    )
 
 
 def test_cli_check_write_and_update(tmp_path):
     figs, readme = tmp_path / "figures.json", tmp_path / "README.md"
     figs.write_text((ROOT / "docs" / "figures.json").read_text())
     readme.write_text(f"# x\n\n{fg.BEGIN}\n| stale |\n{fg.END}\n\nafter\n")
-    run = lambda *a: subprocess.run([GSE, "figures", "--figures", str(figs), "--readme", str(readme), *a],
-                                    capture_output=True, text=True)
+
+    def run(*a):
+        return subprocess.run(
+            [GSE, "figures", "--figures", str(figs), "--readme", str(readme), *a],
+            capture_output=True,
+            text=True,
+        )
+
     proc = run("--check")
     assert proc.returncode == 1 and "differs" in proc.stderr
     assert run("--write").returncode == 0
@@ -88,7 +104,7 @@ def test_cli_check_write_and_update(tmp_path):
     row = json.loads(figs.read_text())["rows"]["tagger"]
     assert row["figures"]["fmax_mhz"] is None and "saved in" in row["source"]
     proc = run("--check")
-    assert proc.returncode == 1          # the table now lags the figures until --write
+    assert proc.returncode == 1  # the table now lags the figures until --write
 
 
 def test_cli_bad_figures_file_one_line(tmp_path):

@@ -5,6 +5,7 @@ the test waited for (issue 18 item 4).
   the runner's simulated-time limit on every cocotb test;
 * pytest: pytest-timeout's per-test limit (``timeout`` in ``pyproject.toml``).
 """
+
 import inspect
 import subprocess
 import sys
@@ -25,22 +26,31 @@ def test_free_flowing_control():
 
 
 def test_stuck_tready_bounded_recv_names_the_frame():
-    with pytest.raises(AssertionError, match="cocotb test cocotb_watchdog.stuck_bounded_recv failed: "
-                                             "WaitTimeout: waited 2000 clocks for frame 1 on m_axis"):
+    with pytest.raises(
+        AssertionError,
+        match="cocotb test cocotb_watchdog.stuck_bounded_recv failed: "
+        "WaitTimeout: waited 2000 clocks for frame 1 on m_axis",
+    ):
         run_cocotb(*TAGGER, testcase="stuck_bounded_recv")
 
 
 def test_stuck_tready_unbounded_recv_hits_the_sim_time_limit():
     """A plain ``await sink.recv()`` with tready held low: the simulated-time limit
     (here 0.05 ms = 5000 clocks) ends it, and the failure names the test."""
-    with pytest.raises(AssertionError, match=r"cocotb test cocotb_watchdog\.stuck_unbounded_recv "
-                                             r"ran past its simulated-time limit \(0\.05 ms"):
+    with pytest.raises(
+        AssertionError,
+        match=r"cocotb test cocotb_watchdog\.stuck_unbounded_recv "
+        r"ran past its simulated-time limit \(0\.05 ms",
+    ):
         run_cocotb(*TAGGER, testcase="stuck_unbounded_recv", sim_time_limit_ms=0.05)
 
 
 def test_never_sent_frame_names_the_port():
-    with pytest.raises(AssertionError, match=r"never_sent failed: WaitTimeout: waited 1000 clocks "
-                                             r"for s_hdr to take 2 more item\(s\) \(0 taken so far\)"):
+    with pytest.raises(
+        AssertionError,
+        match=r"never_sent failed: WaitTimeout: waited 1000 clocks "
+        r"for s_hdr to take 2 more item\(s\) \(0 taken so far\)",
+    ):
         run_cocotb(*TAGGER, testcase="never_sent")
 
 
@@ -49,6 +59,7 @@ def test_limit_entry_points_match_cocotb():
     cocotb's own (if a cocotb upgrade changes it, this fails instead of the runner
     silently skipping a cocotb start-up step)."""
     from pygpi import entry
+
     source = inspect.getsource(entry.load_entry)
     defaults = [*runner._COCOTB_ENTRY_POINTS, runner._REGRESSION_ENTRY_POINT]
     positions = [source.index(f'"{name}"') for name in defaults]
@@ -68,7 +79,8 @@ def test_pytest_has_a_per_test_time_limit(pytestconfig):
 def test_pytest_timeout_fails_a_stuck_test_by_name(tmp_path):
     """A pytest test that never returns is failed by pytest-timeout, by name, and the
     run goes on to the next test."""
-    (tmp_path / "test_stuck.py").write_text(textwrap.dedent("""
+    (tmp_path / "test_stuck.py").write_text(
+        textwrap.dedent("""
         import time
 
         def test_sleeps_forever():
@@ -76,10 +88,26 @@ def test_pytest_timeout_fails_a_stuck_test_by_name(tmp_path):
 
         def test_after():
             pass
-    """))
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o",
-                           "addopts=", "--timeout=2", "-q", "test_stuck.py"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    """)
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            "--timeout=2",
+            "-q",
+            "test_stuck.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert "Timeout (>2.0s) from pytest-timeout" in out, out
