@@ -165,8 +165,12 @@ def cmd_figures(args):
         if args.update:
             spec = _get(args.update)
             if args.bench_json:
-                bench = json.loads(open(args.bench_json).read())
-                source = f"`gse bench {spec.name} --json` saved in {args.bench_json}"
+                with open(args.bench_json) as f:
+                    bench = json.load(f)
+                seeds = fg.seeds_of(bench)
+                source = (f"`gse bench {spec.name} --json"
+                          f"{' --seeds ' + ','.join(map(str, seeds)) if seeds else ' --no-pnr'}` "
+                          "(its saved output)")
             else:
                 _pnr_timeout(args)
                 seeds = _seeds(args.seeds)

@@ -136,7 +136,7 @@ def load(path):
 
 
 def save(path, doc):
-    Path(path).write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    Path(path).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
 
 
 def _ecp5(fig):
@@ -172,6 +172,14 @@ def figures_from_bench(block, bench):
             "reorder": {"beats_per_clock": bench["reorder_beats_per_clock"], **_ecp5(bench["reorder"])},
         }
     raise KeyError(f"no figures row is measured by `gse bench {block}`")
+
+
+def seeds_of(bench):
+    """The nextpnr seeds a ``gse bench`` JSON was implemented with (``[]``: none)."""
+    for fig in [bench] + [v for v in bench.values() if isinstance(v, dict)]:
+        if fig.get("seeds"):
+            return list(fig["seeds"])
+    return []
 
 
 def commit_of(cwd="."):
