@@ -8,7 +8,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-from opengse.sim.cocotb_util import recv_within, reset_dut
+from opengse.sim.cocotb_util import recv_within, reset_dut, within
 from opengse.sim.gse_scapy import tag
 from opengse.sim.traffic import random_frame
 from opengse.sim.valid_ready import FieldStreamSource
@@ -48,6 +48,7 @@ async def free_flowing(dut):
     source, sink, hdr = await _tagger(dut)
     frame = random_frame(random.Random(1), 100)
     _send(source, hdr, frame)
+    await within(dut.clk, "s_axis to take frame 1", source.wait(), clocks=2000)
     got = await recv_within(sink, "frame 1", clocks=2000)
     assert bytes(got.tdata) == bytes(tag(frame, len=len(frame), **HDR))
 
@@ -58,6 +59,14 @@ async def stuck_bounded_recv(dut):
     source, sink, hdr = await _tagger(dut, ready=False)
     _send(source, hdr, random_frame(random.Random(1), 100))
     await recv_within(sink, "frame 1", clocks=2000)
+
+
+@cocotb.test()
+async def stuck_within(dut):
+    """tready low: ``within`` gives up on a plain ``recv()`` after 500 clocks."""
+    source, sink, hdr = await _tagger(dut, ready=False)
+    _send(source, hdr, random_frame(random.Random(1), 100))
+    await within(dut.clk, "the tagged frame on m_axis", sink.recv(), clocks=500)
 
 
 @cocotb.test()

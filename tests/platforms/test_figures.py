@@ -102,7 +102,10 @@ def test_cli_check_write_and_update(tmp_path):
     proc = run("--update", "tagger", "--bench-json", str(bench))
     assert proc.returncode == 0, proc.stderr
     row = json.loads(figs.read_text())["rows"]["tagger"]
-    assert row["figures"]["fmax_mhz"] is None and "`gse bench tagger --json --no-pnr` (its saved output) at commit" in row["source"]
+    assert (
+        row["figures"]["fmax_mhz"] is None
+        and "`gse bench tagger --json --no-pnr` (its saved output) at commit" in row["source"]
+    )
     proc = run("--check")
     assert proc.returncode == 1  # the table now lags the figures until --write
 

@@ -34,6 +34,14 @@ def test_stuck_tready_bounded_recv_names_the_frame():
         run_cocotb(*TAGGER, testcase="stuck_bounded_recv")
 
 
+def test_stuck_tready_within_names_what_it_waited_for():
+    with pytest.raises(
+        AssertionError,
+        match="stuck_within failed: WaitTimeout: waited 500 clocks for the tagged frame on m_axis",
+    ):
+        run_cocotb(*TAGGER, testcase="stuck_within")
+
+
 def test_stuck_tready_unbounded_recv_hits_the_sim_time_limit():
     """A plain ``await sink.recv()`` with tready held low: the simulated-time limit
     (here 0.05 ms = 5000 clocks) ends it, and the failure names the test."""
