@@ -7,8 +7,9 @@ always ready. Counted on the busier side of each block — the tagger's output (
 frame grows by 18 bytes) and the parser's input (it shrinks by 18 with ``strip``) —
 as beats divided by the cycles from the first transfer to the last, inclusive; 1.0
 is line rate with no bubble between frames. One simulation per width streams the
-sizes' groups (6 frames of 60-65 B, 4 of 1500 B, 2 of 9000 B) back-to-back. The tagger gets plain frames of the
-size; the parser gets valid tagged DATA frames of that total size (strip=1).
+sizes' groups (6 frames of 60-65 B, 4 of 1500 B, 2 of 9000 B) back-to-back. The
+tagger gets plain frames of the size; the parser gets valid tagged DATA frames of
+that total size (strip=1).
 """
 import random
 
