@@ -134,28 +134,6 @@ def cmd_bench(args):
     return 0
 
 
-def cmd_run(args):
-    _pnr_timeout(args)
-    seeds = _seeds(args.seeds)
-    status = 0
-    benched = set()
-    results = {}
-    for spec in _unique_blocks():
-        status |= _export(spec, {}, args.output, lint=False)
-    for spec in _unique_blocks():
-        from opengse.sim.benches import bench_for
-        found = bench_for(spec.name)
-        if found is None or found[0] in benched:
-            continue
-        benched.add(found[0])
-        figures = _bench(spec, seeds, not args.no_pnr)
-        results[spec.name] = figures
-        _print_figures(spec.name, figures)
-    if args.json:
-        print(json.dumps(results))
-    return status
-
-
 def cmd_figures(args):
     from opengse.sim import figures as fg
     try:
@@ -202,6 +180,28 @@ def cmd_figures(args):
     except (ValueError, KeyError, json.JSONDecodeError) as exc:
         raise CLIError(str(exc).strip("'\"")) from None
     return 0
+
+
+def cmd_run(args):
+    _pnr_timeout(args)
+    seeds = _seeds(args.seeds)
+    status = 0
+    benched = set()
+    results = {}
+    for spec in _unique_blocks():
+        status |= _export(spec, {}, args.output, lint=False)
+    for spec in _unique_blocks():
+        from opengse.sim.benches import bench_for
+        found = bench_for(spec.name)
+        if found is None or found[0] in benched:
+            continue
+        benched.add(found[0])
+        figures = _bench(spec, seeds, not args.no_pnr)
+        results[spec.name] = figures
+        _print_figures(spec.name, figures)
+    if args.json:
+        print(json.dumps(results))
+    return status
 
 
 def build_parser():

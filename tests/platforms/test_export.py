@@ -1,7 +1,6 @@
 """Every catalog block exports lint-clean Verilog with a manifest that matches it, and
 its kept memory modules have fixed, readable port names (an ASIC team swaps them for
 SRAM macros behind a wrapper with exactly these ports)."""
-
 import json
 import re
 
@@ -18,43 +17,23 @@ from opengse.platforms.lint import lint
 SPECS = sorted({spec.name: spec for spec in blocks().values()}.values(), key=lambda s: s.name)
 
 #: Kept modules built from rtl/voq_ram.py's VOQRam (one write port, n read ports).
-VOQ_RAMS = {
-    "gse_voq_cell_ram",
-    "gse_voq_link_ram",
-    "gse_voq_qhead_ram",
-    "gse_voq_qtail_ram",
-    "gse_voq_qcnt_ram",
-    "gse_voq_pkt_ram",
-    "gse_voq_queue_drop_ram",
-    "gse_voq_tenant_drop_ram",
-    "gse_grant_slot_ram_g",
-    "gse_grant_slot_ram_e",
-    "gse_dgsq_ctx_ram",
-}
+VOQ_RAMS = {"gse_voq_cell_ram", "gse_voq_link_ram", "gse_voq_qhead_ram", "gse_voq_qtail_ram",
+            "gse_voq_qcnt_ram", "gse_voq_pkt_ram", "gse_voq_queue_drop_ram",
+            "gse_voq_tenant_drop_ram", "gse_grant_slot_ram_g", "gse_grant_slot_ram_e",
+            "gse_dgsq_ctx_ram"}
 #: The other kept memories: their exact ports (name: direction).
 OTHER_RAMS = {
-    "gse_reorder_ram": {
-        "w_en": "input",
-        "w_addr": "input",
-        "w_data": "input",
-        "r_en": "input",
-        "r_addr": "input",
-        "r_data": "output",
-    },
-    "gse_sprayer_seq_table": {
-        "raddr": "input",
-        "rdata": "output",
-        "wen": "input",
-        "waddr": "input",
-        "wdata": "input",
-    },
+    "gse_reorder_ram": {"w_en": "input", "w_addr": "input", "w_data": "input",
+                        "r_en": "input", "r_addr": "input", "r_data": "output"},
+    "gse_sprayer_seq_table": {"raddr": "input", "rdata": "output", "wen": "input",
+                              "waddr": "input", "wdata": "input"},
 }
 
 
 def verilog_ports(text, module):
     """{name: (direction, width)} of ``module`` in ``text``."""
-    body = text[text.index(f"module {module}(") :]
-    body = body[: body.index("endmodule")]
+    body = text[text.index(f"module {module}("):]
+    body = body[:body.index("endmodule")]
     # Yosys writes $pmux cells as functions, whose own `input` lines are not ports.
     body = re.sub(r"^\s*function\b.*?^\s*endfunction\b", "", body, flags=re.M | re.S)
     ports = {}
@@ -70,14 +49,9 @@ def verilog_ports(text, module):
 @pytest.mark.parametrize("spec", SPECS, ids=[s.name for s in SPECS])
 def test_export_lint_and_manifest(spec, tmp_path):
     params = dict(spec.params)
-    v_path, j_path = write_export(
-        spec.build(**params),
-        spec.module,
-        params,
-        tmp_path,
-        description=spec.description,
-        keep_modules=spec.kept_modules(**params),
-    )
+    v_path, j_path = write_export(spec.build(**params), spec.module, params, tmp_path,
+                                  description=spec.description,
+                                  keep_modules=spec.kept_modules(**params))
     ok, out = lint([v_path], spec.module)
     assert ok, out
     text = v_path.read_text()
@@ -132,9 +106,8 @@ def expected_kept_ports(module, ports):
 
 def export_kept(spec, params, out_dir):
     """({kept module: its Verilog ports}, Verilog text); checks them against the manifest."""
-    v_path, j_path = write_export(
-        spec.build(**params), spec.module, params, out_dir, keep_modules=spec.kept_modules(**params)
-    )
+    v_path, j_path = write_export(spec.build(**params), spec.module, params, out_dir,
+                                  keep_modules=spec.kept_modules(**params))
     text, doc = v_path.read_text(), json.loads(j_path.read_text())
     kept = {}
     for sub in doc["submodules"]:
@@ -161,16 +134,8 @@ def check_kept_modules(spec, params, text, kept):
 def test_kept_ports_stable_across_parameters_and_runs(tmp_path):
     """Names do not depend on the parameters (widths do), nor on the run."""
     spec = blocks()["voq"]
-    small = dict(
-        spec.params,
-        buffer_bytes=4096,
-        cell_bytes=64,
-        queues=8,
-        tenants=4,
-        queue_limit_cells=32,
-        tenant_reserved_cells=4,
-        tenant_limit_cells=40,
-    )
+    small = dict(spec.params, buffer_bytes=4096, cell_bytes=64, queues=8, tenants=4,
+                 queue_limit_cells=32, tenant_reserved_cells=4, tenant_limit_cells=40)
     default, text = export_kept(spec, dict(spec.params), tmp_path / "a")
     again, text_again = export_kept(spec, dict(spec.params), tmp_path / "b")
     other, _ = export_kept(spec, small, tmp_path / "c")
@@ -209,14 +174,17 @@ class _Outer(wiring.Component):
 
 
 def test_kept_plain_elaboratable(tmp_path):
-    v_path, j_path = write_export(_Outer(), "outer", {}, tmp_path, keep_modules={"inner": "inner_mod"})
+    v_path, j_path = write_export(_Outer(), "outer", {}, tmp_path,
+                                  keep_modules={"inner": "inner_mod"})
     ok, out = lint([v_path], "outer")
     assert ok, out
     ports = verilog_ports(v_path.read_text(), "inner_mod")
-    assert ports == {"clk": ("input", 1), "rst": ("input", 1), "a": ("input", 8), "y": ("output", 8)}
-    (sub,) = json.loads(j_path.read_text())["submodules"]
+    assert ports == {"clk": ("input", 1), "rst": ("input", 1), "a": ("input", 8),
+                     "y": ("output", 8)}
+    sub, = json.loads(j_path.read_text())["submodules"]
     assert (sub["module"], sub["path"]) == ("inner_mod", "inner")
     with pytest.raises(ValueError, match="outside its interface: _hidden"):
-        write_export(_Outer(leak=True), "outer", {}, tmp_path / "leak", keep_modules={"inner": "inner_mod"})
+        write_export(_Outer(leak=True), "outer", {}, tmp_path / "leak",
+                     keep_modules={"inner": "inner_mod"})
     with pytest.raises(ValueError, match="no submodule 'nope'"):
         write_export(_Outer(), "outer", {}, tmp_path / "bad", keep_modules={"nope": "x"})
