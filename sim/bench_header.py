@@ -7,8 +7,9 @@ always ready. Counted on the busier side of each block — the tagger's output (
 frame grows by 18 bytes) and the parser's input (it shrinks by 18 with ``strip``) —
 as beats divided by the cycles from the first transfer to the last, inclusive; 1.0
 is line rate with no bubble between frames. One simulation per width streams the
-sizes' groups (6 frames of 60-65 B, 4 of 1500 B, 2 of 9000 B) back-to-back. The tagger gets plain frames of the
-size; the parser gets valid tagged DATA frames of that total size (strip=1).
+sizes' groups (6 frames of 60-65 B, 4 of 1500 B, 2 of 9000 B) back-to-back. The
+tagger gets plain frames of the size; the parser gets valid tagged DATA frames of
+that total size (strip=1).
 """
 import random
 
@@ -118,7 +119,7 @@ def measure(block, data_width, sizes=BENCH_SIZES, seed=1):
 def bench(block, seeds=(1, 2, 3), pnr=True):
     """Figures for ``block`` ("tagger" or "parser"): throughput by width and size, the
     worst of them as ``beats_per_clock``, and ECP5 figures at 64 bits if ``pnr``."""
-    from .benchmark import implement_block, no_pnr_figures
+    from .benchmark import LINE_RATE, Target, fmax_target, implement_block, no_pnr_figures, verdict
 
     if block not in ("tagger", "parser"):
         raise ValueError(f"bench_header covers the tagger and the parser, not {block!r}")
@@ -136,4 +137,8 @@ def bench(block, seeds=(1, 2, 3), pnr=True):
         out.update(implement_block(block, params, seeds=seeds))
     else:
         out.update(no_pnr_figures())
+    out["note"], out["meets_targets"] = verdict([
+        Target("beats/clock (worst width and size)", out["beats_per_clock"], LINE_RATE),
+        fmax_target("Fmax (MHz, 64-bit)", out),
+    ])
     return out

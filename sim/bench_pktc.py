@@ -88,16 +88,16 @@ def bench(seeds=(1, 2, 3), pnr=True):
         figures["reorder"] = no_pnr_figures()
     fm = [figures[b]["fmax_mhz"] for b in ("sprayer", "reorder")]
     figures["fmax_mhz"] = min(fm) if all(f is not None for f in fm) else None
-    notes = []
-    if figures["spray_balance_bytes"] > figures["spray_balance_target_bytes"]:
-        notes.append("least-loaded balance above one container")
-    for w in REORDER_WIDTHS:
-        if figures[f"reorder_beats_per_clock_{w}"] < 1.0:
-            notes.append(f"reorder output at {w} bits: {figures[f'reorder_beats_per_clock_{w}']} "
-                         "beats/clock with 4 KB containers")
-    if figures["fmax_mhz"] is not None and figures["fmax_mhz"] < 156.25:
-        notes.append(f"Fmax {figures['fmax_mhz']} MHz below 156.25 MHz")
-    figures["note"] = "; ".join(notes) or "all targets met"
+    from opengse.sim.benchmark import LINE_RATE, Target, fmax_target, verdict
+    figures["note"], figures["meets_targets"] = verdict([
+        Target("least-loaded spray balance (bytes)", figures["spray_balance_bytes"],
+               figures["spray_balance_target_bytes"], least=False),
+        Target("sprayer beats/clock", figures["sprayer_beats_per_clock"], LINE_RATE),
+        *[Target(f"reorder beats/clock at {w} bits", figures[f"reorder_beats_per_clock_{w}"],
+                 LINE_RATE) for w in REORDER_WIDTHS],
+        fmax_target("sprayer Fmax (MHz)", figures["sprayer"]),
+        fmax_target("reorder Fmax (MHz)", figures["reorder"]),
+    ])
     return figures
 
 

@@ -10,22 +10,61 @@ directory, and every test run gets its own run directory and results file.
 Waveforms: set ``WAVES=1`` (``dump.vcd`` lands in the run directory).
 Parameters reach the cocotb module as JSON in ``OPENGSE_PARAMS``; read them
 with :func:`test_params`.
+
+No cocotb test can hang: every test that does not set its own
+``@cocotb.test(timeout_time=...)`` gets a simulated-time limit of
+:data:`SIM_TIME_LIMIT_MS` (``run_cocotb(sim_time_limit_ms=...)`` or the environment
+variable ``OPENGSE_SIM_TIME_LIMIT_MS`` change it; 0 turns it off). A test past it
+fails with cocotb's ``SimTimeoutError``, and :func:`run_cocotb` raises an
+``AssertionError`` naming the test and the limit. The limit is applied inside the
+simulator by :func:`apply_sim_time_limit`, one of cocotb's start-up entry points
+(``PYGPI_USERS``), before the regression starts. Waits inside a test are bounded
+too (:mod:`opengse.sim.cocotb_util`), with messages naming what they waited for;
+pytest-timeout bounds the wall time of every pytest test (``pyproject.toml``).
 """
+
 import fcntl
 import hashlib
+import importlib
 import json
 import os
+import sys
 import uuid
+import xml.etree.ElementTree as ET
 from contextlib import contextmanager
 from pathlib import Path
 
 from opengse.platforms.tools import tool_env
 
-__all__ = ["BUILD_ROOT", "tool_env", "build_block", "run_cocotb", "test_params"]
+__all__ = [
+    "BUILD_ROOT",
+    "SIM_TIME_LIMIT_MS",
+    "tool_env",
+    "build_block",
+    "run_cocotb",
+    "test_params",
+    "apply_sim_time_limit",
+]
 
 #: Where builds go: ``$OPENGSE_BUILD_DIR``, else ``build/`` in the working directory (an
 #: installed package has no checkout to build in).
 BUILD_ROOT = Path(os.environ.get("OPENGSE_BUILD_DIR", Path.cwd() / "build")).resolve()
+
+#: Default simulated-time limit of a cocotb test, in milliseconds: 5 million clocks of
+#: 10 ns. The longest default-regression test simulates about 1.3 ms (the tagger's
+#: back-pressure and malformed-frame test); Verilator with cocotb runs 50-200 us of
+#: simulated time per wall second, so a hang ends in minutes, well inside pytest's limit.
+SIM_TIME_LIMIT_MS = 50.0
+_LIMIT_ENV = "OPENGSE_SIM_TIME_LIMIT_MS"
+#: cocotb 2.1's start-up entry points (``pygpi.entry.load_entry``'s default), with ours
+#: before the regression starts; ``tests/platforms/test_watchdog.py`` checks the list.
+_COCOTB_ENTRY_POINTS = (
+    "cocotb_tools._coverage:start_cocotb_library_coverage",
+    "cocotb.logging:_configure",
+    "cocotb._init:init_package_from_simulation",
+)
+_LIMIT_ENTRY_POINT = "opengse.sim.runner:apply_sim_time_limit"
+_REGRESSION_ENTRY_POINT = "cocotb.regression:_run_regression"
 
 
 @contextmanager
@@ -58,43 +97,83 @@ def build_block(block, params=None, *, waves=False, build_args=()):
     params = resolve_params(spec, params or {})
     build_dir = _param_dir(spec.name, params, waves)
     with _locked(build_dir.with_suffix(".lock")):
-        v_path, _ = write_export(spec.build(**params), spec.module, params, build_dir / "rtl",
-                                 description=spec.description,
-                                 keep_modules=spec.kept_modules(**params))
+        v_path, _ = write_export(
+            spec.build(**params),
+            spec.module,
+            params,
+            build_dir / "rtl",
+            description=spec.description,
+            keep_modules=spec.kept_modules(**params),
+        )
         runner = get_runner("verilator")
         runner.build(
             sources=[v_path],
             hdl_toplevel=spec.module,
             build_dir=build_dir,
-            build_args=["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "unique",
-                        "--x-initial", "unique", *build_args]
-            + (["--trace-structs"] if waves else []),   # VCD: FST needs lz4 headers
+            build_args=[
+                "-Wno-fatal",
+                "-Wno-lint",
+                "-Wno-style",
+                "--x-assign",
+                "unique",
+                "--x-initial",
+                "unique",
+                *build_args,
+            ]
+            + (["--trace-structs"] if waves else []),  # VCD: FST needs lz4 headers
             waves=waves,
             log_file=build_dir / "build.log",
         )
     return runner, build_dir, spec.module, params
 
 
-def run_cocotb(block, params=None, test_module=None, *, testcase=None, seed=None,
-               extra_env=None, build_args=()):
+def _limit_ms(sim_time_limit_ms):
+    if sim_time_limit_ms is not None:
+        return float(sim_time_limit_ms)
+    text = os.environ.get(_LIMIT_ENV, "")
+    try:
+        return float(text) if text.strip() else SIM_TIME_LIMIT_MS
+    except ValueError:
+        raise ValueError(f"{_LIMIT_ENV}={text!r} is not a number of milliseconds") from None
+
+
+def run_cocotb(
+    block,
+    params=None,
+    test_module=None,
+    *,
+    testcase=None,
+    seed=None,
+    extra_env=None,
+    build_args=(),
+    sim_time_limit_ms=None,
+):
     """Build ``block`` with ``params`` and run cocotb ``test_module`` on it.
 
-    Raises ``AssertionError`` when a test fails or none ran."""
+    ``sim_time_limit_ms`` bounds the simulated time of each cocotb test that sets no
+    ``timeout_time`` of its own (default: ``$OPENGSE_SIM_TIME_LIMIT_MS``, else
+    :data:`SIM_TIME_LIMIT_MS`; 0: no limit).
+
+    Raises ``AssertionError`` when a test fails or none ran; a test that ran past the
+    limit is named as such."""
     from cocotb_tools.check_results import get_results
 
     waves = os.environ.get("WAVES", "") not in ("", "0")
-    runner, build_dir, module, params = build_block(block, params, waves=waves,
-                                                    build_args=build_args)
+    runner, build_dir, module, params = build_block(block, params, waves=waves, build_args=build_args)
     run_dir = build_dir / "runs" / f"{test_module}-{uuid.uuid4().hex[:8]}"
     run_dir.mkdir(parents=True)
+    limit = _limit_ms(sim_time_limit_ms)
     env = {
         "OPENGSE_PARAMS": json.dumps(params),
         # cocotb modules are found on this process's sys.path (cocotb's runner passes
         # it on): pytest puts each test folder there, the benches are in opengse.sim.
+        _LIMIT_ENV: repr(limit),
+        "PYGPI_USERS": ",".join((*_COCOTB_ENTRY_POINTS, _LIMIT_ENTRY_POINT, _REGRESSION_ENTRY_POINT)),
     }
     env.update(extra_env or {})
     try:
-        xml = _run_test(runner,
+        xml = _run_test(
+            runner,
             test_module=test_module,
             hdl_toplevel=module,
             testcase=testcase,
@@ -106,15 +185,59 @@ def run_cocotb(block, params=None, test_module=None, *, testcase=None, seed=None
             waves=waves,
             log_file=run_dir / "sim.log",
         )
-    except SystemExit:      # the runner exits when a test fails; report it as a failure
+    except SystemExit:  # the runner exits when a test fails; report it as a failure
         xml = run_dir / "results.xml"
     total, failed = get_results(Path(xml)) if Path(xml).exists() else (0, 0)
     log = run_dir / "sim.log"
     if total == 0 or failed:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-80:]) if log.exists() else ""
-        raise AssertionError(f"{failed} of {total} cocotb tests failed (0 ran counts as a failure); "
-                             f"log: {log}\n{tail}")
+        why = "".join(f"{line}\n" for line in _failures(Path(xml), limit)) if Path(xml).exists() else ""
+        raise AssertionError(
+            f"{why}{failed} of {total} cocotb tests failed (0 ran counts as a failure); log: {log}\n{tail}"
+        )
     return total
+
+
+def _failures(xml, limit):
+    """One line per failed test of a cocotb results file: its name and why, a test past
+    its time limit said so in words."""
+    lines = []
+    for case in ET.parse(xml).iter("testcase"):
+        for bad in list(case.iter("failure")) + list(case.iter("error")):
+            name = f"{case.get('classname')}.{case.get('name')}"
+            if bad.get("type") == "SimTimeoutError":
+                lines.append(
+                    f"cocotb test {name} ran past its simulated-time limit "
+                    f"({limit:g} ms unless it sets timeout_time): stuck, or set "
+                    f"run_cocotb(sim_time_limit_ms=...) / {_LIMIT_ENV}"
+                )
+            else:
+                lines.append(f"cocotb test {name} failed: {bad.get('type')}: {bad.get('message')}")
+            break
+    return lines
+
+
+def apply_sim_time_limit():
+    """cocotb start-up entry point (run inside the simulator, before the regression):
+    give every test of ``COCOTB_TEST_MODULES`` that has no ``timeout_time`` the limit
+    in ``OPENGSE_SIM_TIME_LIMIT_MS``. The modules are imported here, after pytest's
+    assertion rewriting is installed as cocotb does it; cocotb then discovers the same
+    test objects."""
+    from cocotb.regression import RegressionManager, Test, TestGenerator
+
+    limit = float(os.environ.get(_LIMIT_ENV) or 0)
+    if limit <= 0:
+        return
+    sys.path.insert(0, "")
+    RegressionManager.setup_pytest_assertion_rewriting()
+    for name in filter(None, (m.strip() for m in os.environ.get("COCOTB_TEST_MODULES", "").split(","))):
+        try:
+            module = importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - cocotb imports it again and reports why
+            return
+        for obj in vars(module).values():
+            if isinstance(obj, (Test, TestGenerator)) and obj.timeout is None:
+                obj.timeout = (limit, "ms")
 
 
 def _run_test(runner, **kwargs):
@@ -126,4 +249,4 @@ def test_params():
     return json.loads(os.environ.get("OPENGSE_PARAMS", "{}"))
 
 
-test_params.__test__ = False   # not a pytest test
+test_params.__test__ = False  # not a pytest test

@@ -1,10 +1,20 @@
 """cocotb drivers for side-channel valid/ready streams (``<prefix>_valid``,
 ``<prefix>_ready`` and one ``<prefix>_<field>`` per field), with pause generators
-like cocotbext-axi's streams."""
+like cocotbext-axi's streams.
+
+Waits are bounded: :meth:`FieldStreamSink.recv` and :meth:`FieldStreamSource.wait`
+give up after ``timeout`` clocks (default
+:data:`~opengse.sim.cocotb_util.DEFAULT_WAIT_CLOCKS`) with a
+:class:`~opengse.sim.cocotb_util.WaitTimeout` naming the port ("waited 200000 clocks
+for item 3 on m_hdr").
+"""
+
 from collections import deque
 
 import cocotb
 from cocotb.triggers import Event, RisingEdge
+
+from .cocotb_util import DEFAULT_WAIT_CLOCKS, wait_until
 
 __all__ = ["FieldStreamSource", "FieldStreamSink"]
 
@@ -12,11 +22,12 @@ __all__ = ["FieldStreamSource", "FieldStreamSink"]
 class _Base:
     def __init__(self, dut, prefix, clk, fields=None):
         self.clk = clk
+        self.name = prefix
         self.valid = getattr(dut, f"{prefix}_valid")
         self.ready = getattr(dut, f"{prefix}_ready")
         if fields is None:
             names = [n for n in dir(dut) if n.startswith(prefix + "_")]
-            fields = [n[len(prefix) + 1:] for n in names if n[len(prefix) + 1:] not in ("valid", "ready")]
+            fields = [n[len(prefix) + 1 :] for n in names if n[len(prefix) + 1 :] not in ("valid", "ready")]
         self.fields = {f: getattr(dut, f"{prefix}_{f}") for f in fields}
         self.queue = deque()
         self._pause = None
@@ -33,6 +44,7 @@ class FieldStreamSource(_Base):
 
     def __init__(self, dut, prefix, clk, fields=None):
         super().__init__(dut, prefix, clk, fields)
+        self.sent = 0
         self.valid.value = 0
         self._idle = Event()
         self._idle.set()
@@ -42,9 +54,15 @@ class FieldStreamSource(_Base):
         self.queue.append(dict(item))
         self._idle.clear()
 
-    async def wait(self):
-        while self.queue or self.valid.value:
-            await RisingEdge(self.clk)
+    async def wait(self, timeout=DEFAULT_WAIT_CLOCKS):
+        """Wait until every queued item has been taken (at most ``timeout`` clocks)."""
+        await wait_until(
+            self.clk,
+            lambda: not (self.queue or self.valid.value),
+            f"{self.name} to take {len(self.queue) + int(bool(self.valid.value))} "
+            f"more item(s) ({self.sent} taken so far)",
+            timeout,
+        )
 
     async def _run(self):
         current = None
@@ -52,6 +70,7 @@ class FieldStreamSource(_Base):
             await RisingEdge(self.clk)
             if current is not None and self.valid.value and self.ready.value:
                 current = None
+                self.sent += 1
             if current is None and self.queue and not self._paused():
                 current = self.queue.popleft()
                 for name, sig in self.fields.items():
@@ -66,6 +85,7 @@ class FieldStreamSink(_Base):
 
     def __init__(self, dut, prefix, clk, fields=None):
         super().__init__(dut, prefix, clk, fields)
+        self.received = 0
         self.ready.value = 0
         cocotb.start_soon(self._run())
 
@@ -75,9 +95,17 @@ class FieldStreamSink(_Base):
     def count(self):
         return len(self.queue)
 
-    async def recv(self):
-        while not self.queue:
-            await RisingEdge(self.clk)
+    def recv_nowait(self):
+        return self.queue.popleft()
+
+    async def recv(self, timeout=DEFAULT_WAIT_CLOCKS):
+        """The next item, waiting at most ``timeout`` clocks for it."""
+        await wait_until(
+            self.clk,
+            lambda: bool(self.queue),
+            f"item {self.received - len(self.queue) + 1} on {self.name}",
+            timeout,
+        )
         return self.queue.popleft()
 
     async def _run(self):
@@ -86,4 +114,5 @@ class FieldStreamSink(_Base):
             await RisingEdge(self.clk)
             if self.valid.value and self.ready.value:
                 self.queue.append({n: int(s.value) for n, s in self.fields.items()})
+                self.received += 1
             self.ready.value = 0 if self._paused() else 1

@@ -43,7 +43,7 @@ from pyuvm import (ConfigDB, uvm_analysis_port, uvm_driver, uvm_env,
                    uvm_monitor, uvm_scoreboard, uvm_sequence, uvm_sequence_item,
                    uvm_sequencer, uvm_subscriber)
 
-from ..cocotb_util import drain_until, random_pause
+from ..cocotb_util import drain_until, random_pause, recv_within
 from ..valid_ready import FieldStreamSink, FieldStreamSource
 
 __all__ = ["AxisItem", "AxisSequencer", "AxisSequence", "AxisDriver", "AxisMonitor",
@@ -151,7 +151,8 @@ class AxisEnvConfig:
     * ``p_in`` / ``p_out``: per-cycle pause probability of sources / sinks.
     * ``seed``: seeds the pause generators.
     * ``drain_timeout``: cycles without output after which :meth:`AxisEnv.drain`
-      stops waiting for outstanding frames.
+      stops waiting for outstanding frames; also how long the monitor waits for the
+      side entry of a frame before failing the test.
     * ``drain_idle``: cycles it then waits to catch unexpected extra output.
     """
     dut: object
@@ -242,7 +243,10 @@ class AxisMonitor(uvm_monitor):
     async def run_phase(self):
         while True:
             frame = await self.sink.recv()
-            side = await self.side.recv() if self.side is not None else None
+            side = None
+            if self.side is not None:      # bounded: a frame without its entry fails here
+                side = await recv_within(self.side, f"the side entry of output frame {self.seen + 1}",
+                                         clocks=self.cfg.drain_timeout)
             tuser = frame.tuser
             error = tuser[-1] if isinstance(tuser, list) else int(tuser or 0)
             self.seen += 1

@@ -1,4 +1,5 @@
 """The ``gse`` command line: exports work, bad input gets one line and a non-zero exit."""
+
 import json
 import subprocess
 import sys
@@ -13,18 +14,21 @@ def gse(*args):
     return subprocess.run(GSE + list(args), capture_output=True, text=True)
 
 
-@pytest.mark.parametrize("args", [
-    ["export", "nosuchblock", "-o", "x"],
-    ["export", "parser", "-p", "data_width=7", "-o", "x"],
-    ["export", "parser", "-p", "strip=2", "-o", "x"],
-    ["export", "parser", "-p", "nosuch=1", "-o", "x"],
-    ["export", "parser", "-p", "data_width", "-o", "x"],
-    ["export", "parser", "-p", "data_width=sixty", "-o", "x"],
-    ["export", "parser"],
-    ["bench", "nosuchblock"],
-    ["bench", "parser", "--seeds", "a,b"],
-    ["frobnicate"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["export", "nosuchblock", "-o", "x"],
+        ["export", "parser", "-p", "data_width=7", "-o", "x"],
+        ["export", "parser", "-p", "strip=2", "-o", "x"],
+        ["export", "parser", "-p", "nosuch=1", "-o", "x"],
+        ["export", "parser", "-p", "data_width", "-o", "x"],
+        ["export", "parser", "-p", "data_width=sixty", "-o", "x"],
+        ["export", "parser"],
+        ["bench", "nosuchblock"],
+        ["bench", "parser", "--seeds", "a,b"],
+        ["frobnicate"],
+    ],
+)
 def test_bad_input_one_line(args, tmp_path):
     proc = subprocess.run(GSE + args, capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode != 0
@@ -55,6 +59,9 @@ def test_bench_smoke():
     doc = json.loads(proc.stdout)
     assert set(doc) >= {"beats_per_clock", "fmax_mhz", "luts", "ffs", "brams"}
     assert doc["fmax_mhz"] is None
+    # No Fmax measured: the verdict cannot be "meets the targets".
+    assert doc["meets_targets"] is not True and "meets the targets" not in doc["note"]
+    assert "Fmax (MHz, 64-bit) not measured" in doc["note"]
     by_size = doc["beats_per_clock_by_size"]
     assert set(by_size) == {"64", "256"}
     assert set(by_size["64"]) == {"60", "64", "65", "1500", "9000"}
