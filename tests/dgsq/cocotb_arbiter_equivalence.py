@@ -49,7 +49,7 @@ class Traffic:
         r = self.rng
         self.p_req = r.choice((0.02, 0.1, 0.3, 0.6))
         self.p_ready = r.choice((1.0, 0.8, 0.4, 0.1))
-        self.drain = r.choice((0, 2, 8, 32))
+        self.drain = r.choice((1, 4, 16, 64))
         self.p_lost = r.choice((0.0, 0.02, 0.1))
 
     def drive(self):

@@ -1,6 +1,6 @@
 """Which slots have an operation in flight: the lanes' stages OR-ed into slot sets."""
 from amaranth import Module, Mux
-from amaranth.lib import data, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .bits import or_all
@@ -14,7 +14,7 @@ class LaneStages(wiring.Signature):
 
     def __init__(self, n, depth):
         self.n, self.depth = n, depth
-        super().__init__({"v": Out(depth), "oh": Out(data.ArrayLayout(n, depth))})
+        super().__init__({"v": Out(depth), "oh": Out(n).array(depth)})
 
 
 class LaneOccupancy(wiring.Component):
