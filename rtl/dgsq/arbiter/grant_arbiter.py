@@ -132,7 +132,7 @@ class GrantArbiter(wiring.Component):
         self.g_fire = self.pick.fire                    # a grant decided this clock
         self.g_sel = self.pick.sel                      # its slot (one-hot)
         gl = self.grant_lane
-        self.chk_grant = gl.chk_grant                   # a grant's slot state is being read (stage 3)
+        self.chk_grant = gl.chk_grant                   # stage 3 reads a grant's slot word
         self.chk_live = gl.chk_live                     # ... its slot is live
         self.chk_demand = gl.chk_demand                 # ... its demand before the grant
         self.chk_inflight = gl.chk_inflight

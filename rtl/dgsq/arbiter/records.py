@@ -46,7 +46,8 @@ def slot_layout(inflight_bits, cleft_bits):
         "cleft": signed(cleft_bits),     # credit granted minus arrived (negative: debt)
         "gseq": SEQ_BITS,                # seq of the last GRANT sent
         "quota": 8,                      # grants left in this round (when in the round)
-        "rc": 2,                         # grants settled (container done, or debt only), not acknowledged
+        "rc": 2,                         # grants settled (container done, or debt only),
+                                         # not acknowledged
     })
 
 

@@ -1,5 +1,5 @@
 """The grant arbiter's per-slot flip-flops: what the pick needs of every slot at once."""
-from amaranth import Cat, Module, Signal
+from amaranth import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
