@@ -1,7 +1,11 @@
 """The installed package holds every subpackage of the tree: a `pip install .` outside
 the checkout (no editable install) would otherwise lose a folder of gateware."""
 import pathlib
-import tomllib
+
+try:
+    import tomllib
+except ImportError:          # Python 3.10
+    import tomli as tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
