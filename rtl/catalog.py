@@ -5,6 +5,7 @@ A block module lists what it exports in a module-level ``EXPORTS`` (a list of
 The command line (``gse export``/``gse bench``) and the test harness both go
 through here, so a block is exported the same way everywhere.
 """
+
 import importlib
 from dataclasses import dataclass, field
 
@@ -33,12 +34,12 @@ BLOCK_MODULES = [
 
 @dataclass
 class BlockSpec:
-    name: str                 # short name on the command line: ``gse export parser``
-    module: str               # Verilog module name (fixed)
-    factory: object           # callable(**params) -> wiring.Component
-    params: dict              # defaults; also the parameter types (int)
+    name: str  # short name on the command line: ``gse export parser``
+    module: str  # Verilog module name (fixed)
+    factory: object  # callable(**params) -> wiring.Component
+    params: dict  # defaults; also the parameter types (int)
     description: str = ""
-    keep_modules: object = None   # callable(**params) -> {hierarchy path: module name}, or None
+    keep_modules: object = None  # callable(**params) -> {hierarchy path: module name}, or None
     aliases: tuple = field(default_factory=tuple)
 
     def build(self, **params):
@@ -65,8 +66,9 @@ def blocks():
 def get_block(name):
     table = blocks()
     if name not in table:
-        raise KeyError(f"unknown block {name!r}; known blocks: "
-                       + ", ".join(sorted({s.name for s in table.values()})))
+        raise KeyError(
+            f"unknown block {name!r}; known blocks: " + ", ".join(sorted({s.name for s in table.values()}))
+        )
     return table[name]
 
 
@@ -75,8 +77,9 @@ def resolve_params(spec, params):
     out = dict(spec.params)
     for key, value in params.items():
         if key not in spec.params:
-            raise ValueError(f"block {spec.name!r} has no parameter {key!r}; "
-                             f"parameters: {', '.join(sorted(spec.params))}")
+            raise ValueError(
+                f"block {spec.name!r} has no parameter {key!r}; parameters: {', '.join(sorted(spec.params))}"
+            )
         if isinstance(value, str):
             try:
                 value = int(value, 0)

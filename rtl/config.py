@@ -5,6 +5,7 @@ a composed top builds its blocks from one :class:`GSEConfig` through the
 ``*_params()`` methods, so that the signatures of :mod:`opengse.rtl.interfaces` on
 both sides of every ``wiring.connect`` come out the same width.
 """
+
 from dataclasses import asdict, dataclass, fields
 
 from .header.gse_header import CONTAINER_BYTES, CREDIT_UNIT_BYTES, GSE_ETHERTYPE
@@ -24,13 +25,13 @@ def _pow2(n):
 class GSEConfig:
     """Sizes of one leaf (defaults: the reference fabric's leaf, brief section 2)."""
 
-    data_width: int = 64            # stream width, bits
-    host_ports: int = 4             # H
-    uplinks: int = 4                # U
-    nodes: int = 16                 # leaves the fabric can address (sprayer seq table, reorder)
-    queues: int = 64                # DGSQ contexts = VOQ queues (one id space)
-    tenants: int = 16               # tenant accounting classes (VOQ, arbiter weights)
-    credit_bits: int = 24           # release credit and release reports, bytes
+    data_width: int = 64  # stream width, bits
+    host_ports: int = 4  # H
+    uplinks: int = 4  # U
+    nodes: int = 16  # leaves the fabric can address (sprayer seq table, reorder)
+    queues: int = 64  # DGSQ contexts = VOQ queues (one id space)
+    tenants: int = 16  # tenant accounting classes (VOQ, arbiter weights)
+    credit_bits: int = 24  # release credit and release reports, bytes
     voq_buffer_bytes: int = 65536
     cell_bytes: int = 256
     egress_buffer_bytes: int = 65536
@@ -40,11 +41,17 @@ class GSEConfig:
     ethertype: int = GSE_ETHERTYPE
 
     def __post_init__(self):
-        for name in ("data_width", "queues", "tenants", "nodes", "cell_bytes", "credit_unit",
-                     "voq_buffer_bytes"):
+        for name in (
+            "data_width",
+            "queues",
+            "tenants",
+            "nodes",
+            "cell_bytes",
+            "credit_unit",
+            "voq_buffer_bytes",
+        ):
             if not _pow2(getattr(self, name)):
-                raise ValueError(f"GSEConfig.{name} must be a power of two, "
-                                 f"not {getattr(self, name)!r}")
+                raise ValueError(f"GSEConfig.{name} must be a power of two, not {getattr(self, name)!r}")
         if not 1 <= self.host_ports <= 16 or not 2 <= self.uplinks <= 16:
             raise ValueError("GSEConfig: host_ports must be 1..16 and uplinks 2..16")
         if self.container_bytes % self.credit_unit:
@@ -59,8 +66,7 @@ class GSEConfig:
         known = {f.name for f in fields(cls)}
         for key in values:
             if key not in known:
-                raise ValueError(f"unknown configuration key {key!r}; known: "
-                                 + ", ".join(sorted(known)))
+                raise ValueError(f"unknown configuration key {key!r}; known: " + ", ".join(sorted(known)))
         return cls(**values)
 
     def as_dict(self):
@@ -81,21 +87,28 @@ class GSEConfig:
 
     # ---- block parameters -------------------------------------------------------------
     def manager_params(self):
-        return {"n_ctx": self.queues, "container_bytes": self.container_bytes,
-                "n_tenants": self.tenants}
+        return {"n_ctx": self.queues, "container_bytes": self.container_bytes, "n_tenants": self.tenants}
 
     def voq_params(self):
-        return {"data_width": self.data_width, "buffer_bytes": self.voq_buffer_bytes,
-                "cell_bytes": self.cell_bytes, "queues": self.queues, "tenants": self.tenants,
-                "credit_width": self.credit_bits, "credit_unit": self.credit_unit}
+        return {
+            "data_width": self.data_width,
+            "buffer_bytes": self.voq_buffer_bytes,
+            "cell_bytes": self.cell_bytes,
+            "queues": self.queues,
+            "tenants": self.tenants,
+            "credit_width": self.credit_bits,
+            "credit_unit": self.credit_unit,
+        }
 
     def sprayer_params(self):
         return {"data_width": self.data_width, "uplinks": self.uplinks, "nodes": self.nodes}
 
     def arbiter_params(self):
-        return {"buffer_credits": self.egress_buffer_bytes // self.credit_unit,
-                "grant_credits": self.container_bytes // self.credit_unit,
-                "n_tenants": self.tenants}
+        return {
+            "buffer_credits": self.egress_buffer_bytes // self.credit_unit,
+            "grant_credits": self.container_bytes // self.credit_unit,
+            "n_tenants": self.tenants,
+        }
 
     def reorder_params(self):
         return {"data_width": self.data_width, "window": self.reorder_window}

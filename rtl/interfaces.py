@@ -31,31 +31,46 @@ record                                   from                             to
 :func:`arrival`                          egress (reorder, untag)          grant arbiter ``s_arr``
 ======================================  ==============================  =====================
 """
+
 from amaranth.lib import data, stream
 
 from .header.gse_header import GSE_FIELDS, gse_header_layout
 
 __all__ = [
-    "FIELD_BITS", "SEQ_BITS",
-    "packet_descriptor_layout", "packet_descriptor",
-    "queued_packet_layout", "queued_packet",
-    "release_request_layout", "release_request",
-    "container_release_layout", "container_release", "PKT_COUNT_BITS",
-    "release_report_layout", "release_report",
-    "emitted_packet_layout", "emitted_packet",
-    "spray_descriptor_layout", "spray_descriptor",
-    "ControlHeaderLayout", "control_header",
-    "request_record_layout", "request_record",
-    "grant_record_layout", "grant_record",
-    "GrantInLayout", "grant_in",
-    "arrival_layout", "arrival",
+    "FIELD_BITS",
+    "SEQ_BITS",
+    "packet_descriptor_layout",
+    "packet_descriptor",
+    "queued_packet_layout",
+    "queued_packet",
+    "release_request_layout",
+    "release_request",
+    "container_release_layout",
+    "container_release",
+    "PKT_COUNT_BITS",
+    "release_report_layout",
+    "release_report",
+    "emitted_packet_layout",
+    "emitted_packet",
+    "spray_descriptor_layout",
+    "spray_descriptor",
+    "ControlHeaderLayout",
+    "control_header",
+    "request_record_layout",
+    "request_record",
+    "grant_record_layout",
+    "grant_record",
+    "GrantInLayout",
+    "grant_in",
+    "arrival_layout",
+    "arrival",
 ]
 
 #: Width of each GSE header field, by name (``FIELD_BITS["dst_node"] == 16``).
 FIELD_BITS = {name: width for name, _off, _n, _lsb, width in GSE_FIELDS}
 SEQ_BITS = FIELD_BITS["seq"]
 
-_KEY = ("dst_node", "port", "tc", "tenant")      # a DGSQ's key (brief section 4)
+_KEY = ("dst_node", "port", "tc", "tenant")  # a DGSQ's key (brief section 4)
 
 
 def _fields(*names):
@@ -63,6 +78,7 @@ def _fields(*names):
 
 
 # ---- host ingress -> DGSQ manager -> VOQ buffer --------------------------------------
+
 
 def packet_descriptor_layout():
     """A packet entering the leaf's VOQ: its DGSQ key and its length in bytes (as stored:
@@ -77,8 +93,7 @@ def packet_descriptor():
 def queued_packet_layout(queue_bits, tenant_bits):
     """The same packet with the dynamic queue it goes to (``queue`` = DGSQ id = VOQ queue)
     and its tenant's accounting index (the low ``tenant_bits`` of the tenant id)."""
-    return data.StructLayout({"queue": queue_bits, "tenant": tenant_bits,
-                              "bytes": FIELD_BITS["len"]})
+    return data.StructLayout({"queue": queue_bits, "tenant": tenant_bits, "bytes": FIELD_BITS["len"]})
 
 
 def queued_packet(queue_bits, tenant_bits):
@@ -97,8 +112,7 @@ def release_request(queue_bits, credit_bits):
 def container_release_layout(queue_bits, credit_bits):
     """The DGSQ manager's release of one container: a :func:`release_request_layout`
     plus the queue's ``dst_node``, which the container framing stamps into it."""
-    return data.StructLayout({"queue": queue_bits, "credit": credit_bits,
-                              "dst_node": FIELD_BITS["dst_node"]})
+    return data.StructLayout({"queue": queue_bits, "credit": credit_bits, "dst_node": FIELD_BITS["dst_node"]})
 
 
 def container_release(queue_bits, credit_bits):
@@ -113,8 +127,7 @@ PKT_COUNT_BITS = 16
 def release_report_layout(queue_bits, credit_bits):
     """A release is done: the credit it used (bytes, each packet rounded up to the credit
     unit; may exceed the request by one packet) and how many packets it sent."""
-    return data.StructLayout({"queue": queue_bits, "bytes": credit_bits,
-                              "pkts": PKT_COUNT_BITS})
+    return data.StructLayout({"queue": queue_bits, "bytes": credit_bits, "pkts": PKT_COUNT_BITS})
 
 
 def release_report(queue_bits, credit_bits):
@@ -157,8 +170,9 @@ def request_record_layout():
     """A decoded REQUEST: who asks (``src_node``, ``dgsq``), for what class and tenant,
     the backlog in credit units (the REQUEST's ``len``), and ``seq``: the seq of the
     last GRANT that queue received (the source's acknowledgement)."""
-    return data.StructLayout({**_fields("src_node", "dgsq", "tc", "tenant"),
-                              "backlog": FIELD_BITS["len"], "seq": SEQ_BITS})
+    return data.StructLayout(
+        {**_fields("src_node", "dgsq", "tc", "tenant"), "backlog": FIELD_BITS["len"], "seq": SEQ_BITS}
+    )
 
 
 def request_record():
@@ -169,8 +183,14 @@ def grant_record_layout(slot_bits):
     """One grant decision of an egress port's arbiter: the requester, class, tenant,
     ``credit`` in credit units (the GRANT's ``len``), ``seq``, and the arbiter's
     ``slot`` (local; not on the wire)."""
-    return data.StructLayout({"slot": slot_bits, **_fields("src_node", "dgsq", "tc", "tenant"),
-                              "credit": FIELD_BITS["len"], "seq": SEQ_BITS})
+    return data.StructLayout(
+        {
+            "slot": slot_bits,
+            **_fields("src_node", "dgsq", "tc", "tenant"),
+            "credit": FIELD_BITS["len"],
+            "seq": SEQ_BITS,
+        }
+    )
 
 
 def grant_record(slot_bits):
@@ -179,8 +199,7 @@ def grant_record(slot_bits):
 
 #: The GRANT fields the DGSQ manager uses: ``src_node`` (the granting leaf), ``port``
 #: (its egress port), ``seq``, ``len`` (credit units), ``dgsq`` (the queue), ``type``.
-GrantInLayout = gse_header_layout(omit=("ver", "flags", "tc", "tenant", "dst_node", "ttl",
-                                        "next_type"))
+GrantInLayout = gse_header_layout(omit=("ver", "flags", "tc", "tenant", "dst_node", "ttl", "next_type"))
 
 
 def grant_in():
@@ -190,8 +209,7 @@ def grant_in():
 def arrival_layout():
     """Granted data that arrived at the egress, per packet: ``credits`` credit units of
     queue (``src_node``, ``dgsq``); ``last`` marks the container's last packet."""
-    return data.StructLayout({**_fields("src_node", "dgsq"), "credits": FIELD_BITS["len"],
-                              "last": 1})
+    return data.StructLayout({**_fields("src_node", "dgsq"), "credits": FIELD_BITS["len"], "last": 1})
 
 
 def arrival():

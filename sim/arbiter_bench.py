@@ -10,6 +10,7 @@ arrived data, counted per container up to its grant, plus the outstanding credit
 never exceeds the buffer), no grant finds an empty queue (lossless runs), fairness
 (Jain), weighted shares, starvation bound, strict priority, no stall under loss.
 """
+
 import json
 import os
 import random
@@ -19,7 +20,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from .dgsq_model import SourceModel, jain, units
+from .dgsq_model import SourceModel, units
 from .runner import test_params
 
 PKT_BYTES = (64, 256, 1500, 9000)
@@ -33,22 +34,22 @@ class ArbiterBench:
         self.BUF = self.p["buffer_credits"]
         self.rng = random.Random(seed)
         self.now = 0
-        self.sources = {}            # src_node -> SourceModel
+        self.sources = {}  # src_node -> SourceModel
         self.reqs = deque()
-        self.arrs = deque()          # (due, fields)
-        self.grants = []             # (cycle, (src, dgsq), tc)
+        self.arrs = deque()  # (due, fields)
+        self.grants = []  # (cycle, (src, dgsq), tc)
         self.counts = {}
         self.empty_grants = 0
-        self.occ = 0                 # egress buffer, credit units (physical)
-        self.occ_clip = 0            # same, each container counted up to its grant
+        self.occ = 0  # egress buffer, credit units (physical)
+        self.occ_clip = 0  # same, each container counted up to its grant
         self.max_occ_clip = 0
         self.max_outstanding = 0
         self.drain_acc = 0.0
         self.lost = {"req": 0, "grant": 0}
         self.last_grant_idx = {}
         self.max_gap = 0
-        self.fill = {}               # (src, dgsq) -> ("sat", pkt) | None
-        self.per_packet = False      # one arrival per packet (else one per container)
+        self.fill = {}  # (src, dgsq) -> ("sat", pkt) | None
+        self.per_packet = False  # one arrival per packet (else one per container)
         self.room_override = None
 
     async def start(self):
@@ -113,10 +114,20 @@ class ArbiterBench:
                 self.max_gap = gap
                 if os.environ.get("DGSQ_DEBUG"):
                     q = self.sources[key[0]].queues[key[1]]
-                    self.dut._log.info("gap %d for %s slot %d at %d (prev grant at %d); backlog %d "
-                                       "view %d ack %d; expired %d no_slot %d", gap, key, g["slot"],
-                                       self.now, self.grants[prev - 1][0], q.backlog, q.view, q.ack,
-                                       self.stat("lease_expired"), self.stat("req_no_slot"))
+                    self.dut._log.info(
+                        "gap %d for %s slot %d at %d (prev grant at %d); backlog %d "
+                        "view %d ack %d; expired %d no_slot %d",
+                        gap,
+                        key,
+                        g["slot"],
+                        self.now,
+                        self.grants[prev - 1][0],
+                        q.backlog,
+                        q.view,
+                        q.ack,
+                        self.stat("lease_expired"),
+                        self.stat("req_no_slot"),
+                    )
         self.last_grant_idx[key] = n
         self.counts[key] = self.counts.get(key, 0) + 1
         if self.rng.random() < self.loss:
@@ -126,22 +137,39 @@ class ArbiterBench:
         assert sm is not None and g["dgsq"] in sm.queues, f"grant to unknown queue {key}"
         q = sm.queues[g["dgsq"]]
         if q.backlog == 0 and q.balance >= 0:
-            self.empty_grants += 1     # nothing to send and no overrun debt to repay
+            self.empty_grants += 1  # nothing to send and no overrun debt to repay
         rel = sm.grant(g["dgsq"], g["seq"], g["credit"], self.now)
         if rel <= 0:
             return
         pkts = sm.release(g["dgsq"], rel)
-        sm.release_done(g["dgsq"], sm.used(pkts))    # the VOQ reports the credit used
+        sm.release_done(g["dgsq"], sm.used(pkts))  # the VOQ reports the credit used
         due = self.now + self.latency
         if self.per_packet:
             for k, b in enumerate(pkts):
-                self.arrs.append((due + k, {"src_node": g["src_node"], "dgsq": g["dgsq"],
-                                            "credits": units(b), "last": int(k == len(pkts) - 1)}))
+                self.arrs.append(
+                    (
+                        due + k,
+                        {
+                            "src_node": g["src_node"],
+                            "dgsq": g["dgsq"],
+                            "credits": units(b),
+                            "last": int(k == len(pkts) - 1),
+                        },
+                    )
+                )
         else:
             # The egress reports the container in one arrival (credits of its packets).
-            self.arrs.append((due, {"src_node": g["src_node"], "dgsq": g["dgsq"],
-                                    "credits": min(0xFFFF, sum(units(b) for b in pkts)),
-                                    "last": 1}))
+            self.arrs.append(
+                (
+                    due,
+                    {
+                        "src_node": g["src_node"],
+                        "dgsq": g["dgsq"],
+                        "credits": min(0xFFFF, sum(units(b) for b in pkts)),
+                        "last": 1,
+                    },
+                )
+            )
         self._top_up(*key)
 
     def _requests(self):
@@ -153,16 +181,23 @@ class ArbiterBench:
                 if self.rng.random() < self.loss:
                     self.lost["req"] += 1
                     continue
-                self.reqs.append({"src_node": src, "dgsq": qid, "tc": r["tc"],
-                                  "tenant": r["tenant"], "backlog": r["len"], "seq": r["seq"]})
+                self.reqs.append(
+                    {
+                        "src_node": src,
+                        "dgsq": qid,
+                        "tc": r["tc"],
+                        "tenant": r["tenant"],
+                        "backlog": r["len"],
+                        "seq": r["seq"],
+                    }
+                )
 
-    async def run(self, cycles, *, loss=0.0, latency=16, drain=None, grant_pause=0.0,
-                  until_empty=False):
+    async def run(self, cycles, *, loss=0.0, latency=16, drain=None, grant_pause=0.0, until_empty=False):
         """Run the loop; ``drain`` = credit units leaving the egress buffer per clock
         (None: instantly)."""
         d = self.dut
         self.loss, self.latency = loss, latency
-        cont = {}                  # (src,dgsq) -> credits of the current container counted
+        cont = {}  # (src,dgsq) -> credits of the current container counted
         req_cur = arr_cur = None
         end = self.now + cycles
         while self.now < end:
@@ -198,8 +233,10 @@ class ArbiterBench:
             arr_fire = arr_cur is not None and int(d.s_arr_ready.value)
             g = None
             if gready and int(d.m_grant_valid.value):
-                g = {k: int(getattr(d, f"m_grant_{k}").value)
-                     for k in ("slot", "src_node", "dgsq", "tc", "tenant", "credit", "seq")}
+                g = {
+                    k: int(getattr(d, f"m_grant_{k}").value)
+                    for k in ("slot", "src_node", "dgsq", "tc", "tenant", "credit", "seq")
+                }
             await RisingEdge(d.clk)
             self.now += 1
             if req_fire:
@@ -214,12 +251,18 @@ class ArbiterBench:
                 self.occ_clip += add
                 cont[key] = 0 if a["last"] else c + add
                 self.max_occ_clip = max(self.max_occ_clip, self.occ_clip)
-                assert self.occ_clip <= self.BUF, \
+                assert self.occ_clip <= self.BUF, (
                     f"egress overflow: {self.occ_clip} granted credit units in a {self.BUF} buffer"
+                )
             if g is not None:
                 self._on_grant(g)
-            if until_empty and self.now % 256 == 0 and self.total_backlog() == 0 \
-                    and not self.arrs and arr_cur is None:
+            if (
+                until_empty
+                and self.now % 256 == 0
+                and self.total_backlog() == 0
+                and not self.arrs
+                and arr_cur is None
+            ):
                 break
         d.s_req_valid.value = 0
         d.s_arr_valid.value = 0
@@ -246,20 +289,23 @@ async def bench_decision_rate(dut):
     tb.room_override = 0
     await tb.run(8 * n, drain=None, latency=4000)
     tb.room_override = None
-    start, t0 = len(tb.grants), tb.now
+    start = len(tb.grants)
     await tb.run(n * K + 64, drain=None, latency=4000)
     burst = tb.grants[start:]
     span = (burst[-1][0] - burst[0][0] + 1) if burst else 1
     burst_rate = len(burst) / span
     if os.environ.get("DGSQ_DEBUG"):
         dut._log.info("burst grant clocks: %s", [g[0] - burst[0][0] for g in burst])
-    await tb.run(5000, drain=None, latency=32)       # the held arrivals come back
+    await tb.run(5000, drain=None, latency=32)  # the held arrivals come back
     s0, c0 = len(tb.grants), tb.now
     await tb.run(20000, drain=None, latency=32)
     sustained = (len(tb.grants) - s0) / (tb.now - c0)
-    out = {"decisions_per_clock_burst": round(burst_rate, 4),
-           "decisions_per_clock_sustained": round(sustained, 4),
-           "burst_grants": len(burst), "burst_span_clocks": span}
+    out = {
+        "decisions_per_clock_burst": round(burst_rate, 4),
+        "decisions_per_clock_sustained": round(sustained, 4),
+        "burst_grants": len(burst),
+        "burst_span_clocks": span,
+    }
     dut._log.info("%s", out)
     assert tb.empty_grants == 0
     with open(os.environ["DGSQ_BENCH_OUT"], "w") as f:

@@ -11,6 +11,7 @@ sizes' groups (6 frames of 60-65 B, 4 of 1500 B, 2 of 9000 B) back-to-back. The
 tagger gets plain frames of the size; the parser gets valid tagged DATA frames of
 that total size (strip=1).
 """
+
 import random
 
 from amaranth.sim import Simulator
@@ -36,7 +37,7 @@ def _frames(block, size, count, rng):
 
 
 def _beats(frame, nbytes):
-    return [frame[i:i + nbytes] for i in range(0, len(frame), nbytes)]
+    return [frame[i : i + nbytes] for i in range(0, len(frame), nbytes)]
 
 
 def _count(size):
@@ -106,8 +107,10 @@ def measure(block, data_width, sizes=BENCH_SIZES, seed=1):
     sim.add_testbench(count_beats)
     sim.run()
     if len(cycles_of_beat) < expect:
-        raise RuntimeError(f"{block} {data_width}b: only {len(cycles_of_beat)} of {expect} "
-                           f"beats in {limit} cycles (stalled?)")
+        raise RuntimeError(
+            f"{block} {data_width}b: only {len(cycles_of_beat)} of {expect} "
+            f"beats in {limit} cycles (stalled?)"
+        )
     out, start = {}, 0
     for (size, _group), n in zip(groups, group_beats):
         span = cycles_of_beat[start + n - 1] - cycles_of_beat[start] + 1
@@ -123,8 +126,7 @@ def bench(block, seeds=(1, 2, 3), pnr=True):
 
     if block not in ("tagger", "parser"):
         raise ValueError(f"bench_header covers the tagger and the parser, not {block!r}")
-    by_size = {str(w): {str(s): round(v, 4) for s, v in measure(block, w).items()}
-               for w in BENCH_WIDTHS}
+    by_size = {str(w): {str(s): round(v, 4) for s, v in measure(block, w).items()} for w in BENCH_WIDTHS}
     out = {
         "block": block,
         "beats_per_clock": min(v for per in by_size.values() for v in per.values()),
@@ -137,8 +139,10 @@ def bench(block, seeds=(1, 2, 3), pnr=True):
         out.update(implement_block(block, params, seeds=seeds))
     else:
         out.update(no_pnr_figures())
-    out["note"], out["meets_targets"] = verdict([
-        Target("beats/clock (worst width and size)", out["beats_per_clock"], LINE_RATE),
-        fmax_target("Fmax (MHz, 64-bit)", out),
-    ])
+    out["note"], out["meets_targets"] = verdict(
+        [
+            Target("beats/clock (worst width and size)", out["beats_per_clock"], LINE_RATE),
+            fmax_target("Fmax (MHz, 64-bit)", out),
+        ]
+    )
     return out

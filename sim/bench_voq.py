@@ -17,18 +17,25 @@ Figures: ``beats_per_clock_in``/``_out`` for 1500 B packets (the target: 1.0 eac
 at the same time) and for 64 B packets (minimum-size case), plus the ECP5 figures
 from :func:`opengse.sim.benchmark.implement_block`.
 """
+
 from amaranth.sim import Simulator
 
 from opengse.rtl.voq.buffer import VOQBuffer
 
-from .benchmark import (FMAX_TARGET_MHZ, LINE_RATE, Target, fmax_target, implement_block,
-                        no_pnr_figures, verdict)
+from .benchmark import (
+    FMAX_TARGET_MHZ,
+    LINE_RATE,
+    Target,
+    fmax_target,
+    implement_block,
+    no_pnr_figures,
+    verdict,
+)
 
 __all__ = ["bench", "measure_throughput"]
 
 
-def measure_throughput(pkt_bytes=1500, params=None, warmup=1500, window=3000, nq=4,
-                       desc="first_beat"):
+def measure_throughput(pkt_bytes=1500, params=None, warmup=1500, window=3000, nq=4, desc="first_beat"):
     """Run the simulator; return (in beats/clock, out beats/clock, releases done)."""
     params = dict(params or {})
     dut = VOQBuffer(**params)
@@ -62,10 +69,14 @@ def measure_throughput(pkt_bytes=1500, params=None, warmup=1500, window=3000, nq
             ctx.set(dut.s_deq.payload.queue, deq_q)
             ctx.set(dut.s_deq.payload.credit, 4096)
             # sampled just before the clock edge: the handshakes of this cycle
-            _clk, _rst, in_rdy, out_v, out_last, deq_rdy, done_v, desc_v = \
-                await ctx.tick().sample(dut.s_axis.ready, dut.m_axis.valid,
-                                        dut.m_axis.payload.last, dut.s_deq.ready,
-                                        dut.m_deq_done.valid, dut.m_desc.valid)
+            _clk, _rst, in_rdy, out_v, out_last, deq_rdy, done_v, desc_v = await ctx.tick().sample(
+                dut.s_axis.ready,
+                dut.m_axis.valid,
+                dut.m_axis.payload.last,
+                dut.s_deq.ready,
+                dut.m_deq_done.valid,
+                dut.m_desc.valid,
+            )
             if out_v:
                 started += not in_pkt
                 in_pkt = not out_last
@@ -108,11 +119,13 @@ def bench(seeds=(1, 2, 3), pnr=True):
     else:
         fig.update(no_pnr_figures())
     # The brief's line rate holds for every frame size >= 60 B: the 64 B figures count.
-    fig["note"], fig["meets_targets"] = verdict([
-        Target("beats/clock in (1500 B)", fig["beats_per_clock_in"], LINE_RATE),
-        Target("beats/clock out (1500 B)", fig["beats_per_clock_out"], LINE_RATE),
-        Target("beats/clock in (64 B)", fig["beats_per_clock_in_64B"], LINE_RATE),
-        Target("beats/clock out (64 B)", fig["beats_per_clock_out_64B"], LINE_RATE),
-        fmax_target("Fmax (MHz)", fig),
-    ])
+    fig["note"], fig["meets_targets"] = verdict(
+        [
+            Target("beats/clock in (1500 B)", fig["beats_per_clock_in"], LINE_RATE),
+            Target("beats/clock out (1500 B)", fig["beats_per_clock_out"], LINE_RATE),
+            Target("beats/clock in (64 B)", fig["beats_per_clock_in_64B"], LINE_RATE),
+            Target("beats/clock out (64 B)", fig["beats_per_clock_out_64B"], LINE_RATE),
+            fmax_target("Fmax (MHz)", fig),
+        ]
+    )
     return fig

@@ -4,6 +4,7 @@ A bench is called as ``bench(seeds=(1, 2, 3), pnr=True)`` and returns a dict of
 figures (:mod:`opengse.sim.benchmark`). The gateware knows nothing of its benches;
 this table is the one place that joins a catalog name to its bench.
 """
+
 import importlib
 
 __all__ = ["BENCHES", "bench_for"]

@@ -15,6 +15,7 @@ Independent of the RTL: only the protocol constants come from the header module.
   reports arrivals: backlog, releases and their reports are in rounded bytes.
 * :func:`jain` is Jain's fairness index.
 """
+
 from collections import deque
 
 from opengse.rtl.header.gse_header import CONTAINER_BYTES, CREDIT_UNIT_BYTES
@@ -24,7 +25,7 @@ from .voq_model import credit_bytes
 __all__ = ["ArbiterModel", "SourceModel", "SourceQueue", "credit_bytes", "jain", "units"]
 
 SEQ_MOD = 1 << 16
-DEBT_MAX = 511          # credit units of overrun debt kept per requester (clamped)
+DEBT_MAX = 511  # credit units of overrun debt kept per requester (clamped)
 
 
 def units(nbytes):
@@ -49,8 +50,10 @@ class _Slot:
         self.cleft = 0
         self.gseq = seq
         self.quota = quota
-        self.completed = 0       # grants settled (container done, or debt only) that no REQUEST acknowledged (max 3)
-        self.idle_since = 0      # last progress (for leases)
+        self.completed = (
+            0  # grants settled (container done, or debt only) that no REQUEST acknowledged (max 3)
+        )
+        self.idle_since = 0  # last progress (for leases)
 
 
 class ArbiterModel:
@@ -58,16 +61,22 @@ class ArbiterModel:
     messages come, and :meth:`pick` once per decision; :meth:`check_grant` validates a
     grant some other scheduler made against this model's state."""
 
-    def __init__(self, n_req=64, buffer_credits=1024, grant_credits=CONTAINER_BYTES // CREDIT_UNIT_BYTES,
-                 max_inflight=2, n_tenants=16):
+    def __init__(
+        self,
+        n_req=64,
+        buffer_credits=1024,
+        grant_credits=CONTAINER_BYTES // CREDIT_UNIT_BYTES,
+        max_inflight=2,
+        n_tenants=16,
+    ):
         self.n_req = n_req
         self.buffer = buffer_credits
         self.G = grant_credits
         self.K = max_inflight
         self.n_tenants = n_tenants
         self.weights = [1] * n_tenants
-        self.slots = {}          # key (src_node, dgsq) -> _Slot
-        self.order = []          # slot index -> key or None (lowest free index first)
+        self.slots = {}  # key (src_node, dgsq) -> _Slot
+        self.order = []  # slot index -> key or None (lowest free index first)
         self.order = [None] * n_req
         self.outstanding = 0
         self.ptr = {c: 0 for c in range(8)}
@@ -164,8 +173,11 @@ class ArbiterModel:
         top = self.top_class()
         if top is None or not self.can_grant(room):
             return None
-        cands = [i for i, k in enumerate(self.order)
-                 if k is not None and self.slots[k].tc == top and self.eligible(self.slots[k])]
+        cands = [
+            i
+            for i, k in enumerate(self.order)
+            if k is not None and self.slots[k].tc == top and self.eligible(self.slots[k])
+        ]
         with_quota = [i for i in cands if self.slots[self.order[i]].quota > 0]
         if not with_quota:
             for k, s in self.slots.items():
@@ -196,13 +208,13 @@ class ArbiterModel:
 
     def grant(self, key, now=0):
         s = self.slots[key]
-        repay = min(self.G, max(-s.cleft, 0))       # credit that repays overrun debt
+        repay = min(self.G, max(-s.cleft, 0))  # credit that repays overrun debt
         s.demand = max(0, s.demand - (self.G - repay))
         if s.inflight == 0:
             s.idle_since = now
-        if s.cleft > -self.G:          # a container will come for this grant
+        if s.cleft > -self.G:  # a container will come for this grant
             s.inflight += 1
-        else:                           # it only repays debt: settled at once
+        else:  # it only repays debt: settled at once
             s.completed = min(s.completed + 1, 3)
         self.outstanding += max(s.cleft + self.G, 0) - max(s.cleft, 0)
         s.cleft += self.G
@@ -215,18 +227,18 @@ class ArbiterModel:
 class SourceQueue:
     def __init__(self, qid, key):
         self.qid = qid
-        self.key = key               # (dst_node, port, tc, tenant)
-        self.packets = deque()       # byte lengths in the VOQ
-        self.backlog = 0             # credit bytes queued (lengths rounded up to units)
+        self.key = key  # (dst_node, port, tc, tenant)
+        self.packets = deque()  # byte lengths in the VOQ
+        self.backlog = 0  # credit bytes queued (lengths rounded up to units)
         self.balance = 0
         self.view = 0
         self.ack = 0
         self.have_ack = 0
         self.ts_req = 0
         self.ts_grant = 0
-        self.sent = 0                # credit bytes released in total
-        self.rel_pending = False     # a release is out at the VOQ buffer
-        self.pg = 0                  # credit of GRANTs that came while it was out
+        self.sent = 0  # credit bytes released in total
+        self.rel_pending = False  # a release is out at the VOQ buffer
+        self.pg = 0  # credit of GRANTs that came while it was out
         self.gaps = 0
 
 
@@ -237,13 +249,14 @@ class SourceModel:
     the backlog and in a release (the VOQ buffer's parameter of the same name; 64 in
     GSE, so that the source and the egress's per-packet arrival reports agree)."""
 
-    def __init__(self, node_id=1, refresh=8192, container_bytes=CONTAINER_BYTES,
-                 credit_unit=CREDIT_UNIT_BYTES):
+    def __init__(
+        self, node_id=1, refresh=8192, container_bytes=CONTAINER_BYTES, credit_unit=CREDIT_UNIT_BYTES
+    ):
         self.node_id = node_id
         self.credit_unit = credit_unit
         self.refresh = refresh
         self.CU = container_bytes // CREDIT_UNIT_BYTES
-        self.queues = {}             # qid -> SourceQueue
+        self.queues = {}  # qid -> SourceQueue
         self.pending = set()
 
     def enqueue(self, qid, key, nbytes, now=0):
@@ -264,14 +277,26 @@ class SourceModel:
         q.view = units(q.backlog)
         q.ts_req = now
         dst_node, port, tc, tenant = q.key
-        return {"dst_node": dst_node, "port": port, "tc": tc, "tenant": tenant,
-                "len": q.view, "seq": q.ack, "dgsq": qid, "src_node": self.node_id}
+        return {
+            "dst_node": dst_node,
+            "port": port,
+            "tc": tc,
+            "tenant": tenant,
+            "len": q.view,
+            "seq": q.ack,
+            "dgsq": qid,
+            "src_node": self.node_id,
+        }
 
     def refresh_due(self, now):
         out = []
         for qid, q in self.queues.items():
-            if q.backlog and now - q.ts_req >= self.refresh and now - q.ts_grant >= self.refresh \
-                    and qid not in self.pending:
+            if (
+                q.backlog
+                and now - q.ts_req >= self.refresh
+                and now - q.ts_grant >= self.refresh
+                and qid not in self.pending
+            ):
                 self.pending.add(qid)
                 out.append(qid)
         return out

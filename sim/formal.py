@@ -20,6 +20,7 @@ Returns a :class:`FormalResult` (``passed``, ``status``, ``seconds``, ``log``);
 with ``check=True`` (the default) a failure raises ``AssertionError`` carrying the
 log tail and the path of the counterexample trace.
 """
+
 import os
 import shutil
 import subprocess
@@ -36,7 +37,7 @@ __all__ = ["prove", "FormalResult", "formal_env"]
 @dataclass
 class FormalResult:
     passed: bool
-    status: str        # "PASS", "FAIL", "ERROR", "TIMEOUT", "UNKNOWN"
+    status: str  # "PASS", "FAIL", "ERROR", "TIMEOUT", "UNKNOWN"
     mode: str
     depth: int
     seconds: float
@@ -64,9 +65,20 @@ def _tool(name):
     return str(exe) if exe.exists() else name
 
 
-def prove(top, ports=None, depth=20, mode="bmc", workdir="build/formal/top", *,
-          engine="smtbmc z3", name="top", timeout=None, check=True, multiclock=False,
-          script=()):
+def prove(
+    top,
+    ports=None,
+    depth=20,
+    mode="bmc",
+    workdir="build/formal/top",
+    *,
+    engine="smtbmc z3",
+    name="top",
+    timeout=None,
+    check=True,
+    multiclock=False,
+    script=(),
+):
     """Run yowasp-sby on ``top``; see the module docstring.
 
     ``script``: extra Yosys commands run after ``prep`` (e.g. ``("memory_map",)`` to
@@ -79,30 +91,37 @@ def prove(top, ports=None, depth=20, mode="bmc", workdir="build/formal/top", *,
     workdir.mkdir(parents=True)
     il = rtlil.convert(top, name=name, ports=ports)
     (workdir / f"{name}.il").write_text(il)
-    sby = "\n".join([
-        "[options]",
-        f"mode {mode}",
-        f"depth {depth}",
-        f"multiclock {'on' if multiclock else 'off'}",
-        *( [f"timeout {int(timeout)}"] if timeout else [] ),
-        "",
-        "[engines]",
-        engine,
-        "",
-        "[script]",
-        f"read_rtlil {name}.il",
-        f"prep -top {name}",
-        *script,
-        "",
-        "[files]",
-        f"{name}.il",
-        "",
-    ])
+    sby = "\n".join(
+        [
+            "[options]",
+            f"mode {mode}",
+            f"depth {depth}",
+            f"multiclock {'on' if multiclock else 'off'}",
+            *([f"timeout {int(timeout)}"] if timeout else []),
+            "",
+            "[engines]",
+            engine,
+            "",
+            "[script]",
+            f"read_rtlil {name}.il",
+            f"prep -top {name}",
+            *script,
+            "",
+            "[files]",
+            f"{name}.il",
+            "",
+        ]
+    )
     (workdir / f"{name}.sby").write_text(sby)
     start = time.monotonic()
-    proc = subprocess.run([_tool("yowasp-sby"), "-f", f"{name}.sby"], cwd=workdir,
-                          env=formal_env(), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(
+        [_tool("yowasp-sby"), "-f", f"{name}.sby"],
+        cwd=workdir,
+        env=formal_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     seconds = time.monotonic() - start
     log = proc.stdout
     status = "UNKNOWN"
@@ -110,10 +129,19 @@ def prove(top, ports=None, depth=20, mode="bmc", workdir="build/formal/top", *,
         if "DONE (" in line:
             status = line.split("DONE (", 1)[1].split(",", 1)[0].strip()
             break
-    result = FormalResult(passed=(status == "PASS" and proc.returncode == 0), status=status,
-                          mode=mode, depth=depth, seconds=seconds, workdir=workdir, log=log)
+    result = FormalResult(
+        passed=(status == "PASS" and proc.returncode == 0),
+        status=status,
+        mode=mode,
+        depth=depth,
+        seconds=seconds,
+        workdir=workdir,
+        log=log,
+    )
     if check and not result.passed:
         traces = sorted(str(p) for p in workdir.rglob("*.vcd"))
-        raise AssertionError(f"formal {mode} depth {depth}: {status} after {seconds:.1f} s "
-                             f"(traces: {traces or 'none'})\n{result.tail()}")
+        raise AssertionError(
+            f"formal {mode} depth {depth}: {status} after {seconds:.1f} s "
+            f"(traces: {traces or 'none'})\n{result.tail()}"
+        )
     return result

@@ -3,8 +3,8 @@ byte table independently of the gateware's definition.
 
 ``Ether(type=0x88B5) / GSE(...) / payload``; dissection follows ``next_type`` for DATA.
 """
-from scapy.fields import (BitEnumField, BitField, ByteField, FlagsField, ShortField,
-                          XShortField)
+
+from scapy.fields import BitEnumField, BitField, ByteField, FlagsField, ShortField, XShortField
 from scapy.layers.inet import IP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether

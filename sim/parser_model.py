@@ -1,12 +1,24 @@
 """Reference model of the GSE parser, on scapy's dissection of the brief's byte table."""
-from scapy.layers.l2 import Ether
 
 from .gse_scapy import GSE, GSE_ETHERTYPE, untag
 
 __all__ = ["parse_reference", "HDR_FIELDS"]
 
-HDR_FIELDS = ("ver", "type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl",
-              "seq", "len", "dgsq", "next_type")
+HDR_FIELDS = (
+    "ver",
+    "type",
+    "flags",
+    "tc",
+    "tenant",
+    "src_node",
+    "dst_node",
+    "port",
+    "ttl",
+    "seq",
+    "len",
+    "dgsq",
+    "next_type",
+)
 
 
 def parse_reference(raw, bad=False, strip=True, ethertype=GSE_ETHERTYPE):
@@ -19,8 +31,12 @@ def parse_reference(raw, bad=False, strip=True, ethertype=GSE_ETHERTYPE):
         return ("drop", "runt")
     eth_type = int.from_bytes(raw[12:14], "big")
     hdr = {f: 0 for f in HDR_FIELDS}
-    hdr.update(gse=0, eth_dst=int.from_bytes(raw[0:6], "big"),
-               eth_src=int.from_bytes(raw[6:12], "big"), eth_type=eth_type)
+    hdr.update(
+        gse=0,
+        eth_dst=int.from_bytes(raw[0:6], "big"),
+        eth_src=int.from_bytes(raw[6:12], "big"),
+        eth_type=eth_type,
+    )
     if eth_type != ethertype:
         return ("pass", raw, hdr, bad, {"frame"} if bad else set(), "other")
     if len(raw) < 32:

@@ -12,6 +12,7 @@ Checked: per source, containers come out whole, in seq order, without duplicates
 byte-exact; exactly the containers the fabric lost are missing and the reorder
 buffer counted each of them once; the failed link leaves the healthy set within
 the link monitor's bound and rejoins; the sprayer's byte balance."""
+
 import heapq
 import logging
 import random
@@ -22,15 +23,30 @@ from cocotb.triggers import Edge, RisingEdge
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-from .cocotb_util import random_pause, reset_dut
-from .pktc_model import (FIRST, LAST, FabricModel, ReorderChecker, SprayerModel,
-                                    frame_fields, spray_balance, tagged_frame)
+from .cocotb_util import reset_dut
+from .pktc_model import (
+    FIRST,
+    FabricModel,
+    ReorderChecker,
+    SprayerModel,
+    frame_fields,
+    tagged_frame,
+)
 from .runner import test_params
 from .valid_ready import FieldStreamSource
 
 META_FIELDS = ("dst_node", "dgsq", "ttl", "len", "last")
-RO_STATS = ("frames_in", "containers_out", "lost", "drop_dup", "drop_window", "drop_orphan",
-            "drop_bad", "drop_runt", "drop_other")
+RO_STATS = (
+    "frames_in",
+    "containers_out",
+    "lost",
+    "drop_dup",
+    "drop_window",
+    "drop_orphan",
+    "drop_bad",
+    "drop_runt",
+    "drop_other",
+)
 DST = 9
 
 
@@ -48,22 +64,30 @@ class FabricTB:
         cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
         self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
         self.meta = FieldStreamSource(dut, "s_meta", dut.clk, META_FIELDS)
-        self.ups = [AxiStreamSink(AxiStreamBus.from_prefix(dut, f"m_up_{i}"), dut.clk, dut.rst)
-                    for i in range(self.U)]
+        self.ups = [
+            AxiStreamSink(AxiStreamBus.from_prefix(dut, f"m_up_{i}"), dut.clk, dut.rst) for i in range(self.U)
+        ]
         self.fab = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_fab"), dut.clk, dut.rst)
         self.out = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
         for x in [self.source, self.fab, self.out] + self.ups:
             x.log.setLevel(logging.WARNING)
-        self.fabric = FabricModel(self.U, self.rng, base_delay=(30, 60, 90, 120), jitter=80,
-                                  loss=loss, fail_link=fail_link, fail_time=fail_time)
+        self.fabric = FabricModel(
+            self.U,
+            self.rng,
+            base_delay=(30, 60, 90, 120),
+            jitter=80,
+            loss=loss,
+            fail_link=fail_link,
+            fail_time=fail_time,
+        )
         self.fail_link, self.fail_time, self.heal_time = fail_link, fail_time, heal_time
         self.down_link, self.down_time = 2, (heal_time or 0) + 4000
         self.heap = []
         self.tie = 0
         self.checker = ReorderChecker()
-        self.sent = {s: [] for s in range(self.N)}        # per source: (seq, frames) sent
-        self.up_frames = [[] for _ in range(self.U)]      # sprayer output per uplink: (frame, t)
-        self.healthy_log = []                             # (time, mask)
+        self.sent = {s: [] for s in range(self.N)}  # per source: (seq, frames) sent
+        self.up_frames = [[] for _ in range(self.U)]  # sprayer output per uplink: (frame, t)
+        self.healthy_log = []  # (time, mask)
         self.model = SprayerModel(self.U)
         dut.link_up.value = (1 << self.U) - 1
         dut.link_fail.value = 0
@@ -84,8 +108,9 @@ class FabricTB:
         key = (f["src_node"], f["seq"])
         if f["flags"] & FIRST:
             self.sent[f["src_node"]].append((f["seq"], []))
-        self.sent[f["src_node"]][-1][1].append(fr) if self.sent[f["src_node"]] and \
-            self.sent[f["src_node"]][-1][0] == f["seq"] else None
+        self.sent[f["src_node"]][-1][1].append(fr) if self.sent[f["src_node"]] and self.sent[f["src_node"]][
+            -1
+        ][0] == f["seq"] else None
         if arrival is not None:
             self.tie += 1
             heapq.heappush(self.heap, (arrival, self.tie, fr))
@@ -127,8 +152,9 @@ class FabricTB:
             for k, ln in enumerate(lens):
                 fr = tagged_frame(ln, self.rng, src_node=0, dst_node=DST)
                 self.source.send_nowait(AxiStreamFrame(fr))
-                self.meta.send({"dst_node": DST, "dgsq": 77, "ttl": 9, "len": ln,
-                                "last": int(k == len(lens) - 1)})
+                self.meta.send(
+                    {"dst_node": DST, "dgsq": 77, "ttl": 9, "len": ln, "last": int(k == len(lens) - 1)}
+                )
             while not self.source.empty():
                 await RisingEdge(self.dut.clk)
             for _ in range(self.rng.randint(gap // 2, gap)):
@@ -162,7 +188,7 @@ class FabricTB:
         while now() < self.heal_time:
             await RisingEdge(self.dut.clk)
         self.dut.link_fail.value = 0
-        self.fabric.fail_time = None          # the link carries traffic again
+        self.fabric.fail_time = None  # the link carries traffic again
         # then the MAC of another link reports link down for a while
         while now() < self.down_time:
             await RisingEdge(self.dut.clk)
@@ -180,11 +206,15 @@ class FabricTB:
         quiet = 0
         for _ in range(limit):
             await RisingEdge(self.dut.clk)
-            busy = self.heap or not self.fab.empty() or self.fab.active or not self.source.empty() \
-                or self.source.active or self.meta.queue
+            busy = (
+                self.heap
+                or not self.fab.empty()
+                or self.fab.active
+                or not self.source.empty()
+                or self.source.active
+                or self.meta.queue
+            )
             quiet = 0 if busy else quiet + 1
             if quiet > 3 * self.p["timeout"]:
                 return
         raise AssertionError("fabric did not settle")
-
-

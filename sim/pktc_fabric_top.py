@@ -18,6 +18,7 @@ one cocotb bench can put an emulated fabric between them (tests/cocotb_pktc_fabr
 Not a product block: registered in the catalog only so that the test runner can
 export and build it.
 """
+
 from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -33,13 +34,27 @@ __all__ = ["PktcTestbenchTop", "SPEC"]
 
 
 class PktcTestbenchTop(wiring.Component):
-    def __init__(self, data_width=64, uplinks=4, policy=0, sources=4, window=8, slot_bytes=2048,
-                 timeout=2048, interval=256, miss_limit=2, rejoin=2, probe_delay=40):
+    def __init__(
+        self,
+        data_width=64,
+        uplinks=4,
+        policy=0,
+        sources=4,
+        window=8,
+        slot_bytes=2048,
+        timeout=2048,
+        interval=256,
+        miss_limit=2,
+        rejoin=2,
+        probe_delay=40,
+    ):
         self.sp = ContainerSprayer(data_width=data_width, uplinks=uplinks, nodes=16, policy=policy)
-        self.lm = LinkMonitor(data_width=data_width, links=uplinks, interval=interval,
-                              miss_limit=miss_limit, rejoin=rejoin)
-        self.ro = ReorderBuffer(data_width=data_width, sources=sources, window=window,
-                                slot_bytes=slot_bytes, timeout=timeout)
+        self.lm = LinkMonitor(
+            data_width=data_width, links=uplinks, interval=interval, miss_limit=miss_limit, rejoin=rejoin
+        )
+        self.ro = ReorderBuffer(
+            data_width=data_width, sources=sources, window=window, slot_bytes=slot_bytes, timeout=timeout
+        )
         self.uplinks, self.probe_delay = uplinks, probe_delay
         members = {
             "s_axis": In(AXIStreamSignature(data_width)),
@@ -69,8 +84,12 @@ class PktcTestbenchTop(wiring.Component):
             wiring.connect(m, sp.m_axis[i], wiring.flipped(self.m_up[i]))
         wiring.connect(m, wiring.flipped(self.s_fab), ro.s_axis)
         wiring.connect(m, ro.m_axis, wiring.flipped(self.m_axis))
-        m.d.comb += [lm.link_up.eq(self.link_up), lm.src_node.eq(0),
-                     sp.healthy.eq(lm.healthy), self.healthy.eq(lm.healthy)]
+        m.d.comb += [
+            lm.link_up.eq(self.link_up),
+            lm.src_node.eq(0),
+            sp.healthy.eq(lm.healthy),
+            self.healthy.eq(lm.healthy),
+        ]
         # PROBE loopback through the emulated links: a fixed delay line per link
         for i in range(U):
             p = lm.m_probe[i]
@@ -85,11 +104,23 @@ class PktcTestbenchTop(wiring.Component):
 
 
 SPEC = BlockSpec(
-        name="pktc_fabric_tb", module="gse_pktc_fabric_tb", factory=PktcTestbenchTop,
-        params={"data_width": 64, "uplinks": 4, "policy": 0, "sources": 4, "window": 8,
-                "slot_bytes": 2048, "timeout": 2048, "interval": 256, "miss_limit": 2,
-                "rejoin": 2, "probe_delay": 40},
-        description="test-only: sprayer + link monitor + reorder buffer with a PROBE loopback, "
-                    "for the emulated-fabric test",
-        keep_modules=lambda **p: {"ro.ram": "gse_reorder_ram"},
+    name="pktc_fabric_tb",
+    module="gse_pktc_fabric_tb",
+    factory=PktcTestbenchTop,
+    params={
+        "data_width": 64,
+        "uplinks": 4,
+        "policy": 0,
+        "sources": 4,
+        "window": 8,
+        "slot_bytes": 2048,
+        "timeout": 2048,
+        "interval": 256,
+        "miss_limit": 2,
+        "rejoin": 2,
+        "probe_delay": 40,
+    },
+    description="test-only: sprayer + link monitor + reorder buffer with a PROBE loopback, "
+    "for the emulated-fabric test",
+    keep_modules=lambda **p: {"ro.ram": "gse_reorder_ram"},
 )

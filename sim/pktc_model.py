@@ -16,31 +16,82 @@ header is packed here with ``struct`` from the brief's byte table.
   whole containers, and a link that fails at a given time (everything on it in
   flight or sent later is lost).
 """
+
 import random
 import struct
 from collections import defaultdict
 
-__all__ = ["GSE_ETHERTYPE", "DATA", "PROBE", "FIRST", "LAST", "CE", "pack_gse", "unpack_gse",
-           "tagged_frame", "frame_fields", "SprayerModel", "check_containers_whole",
-           "spray_balance", "ReorderChecker", "FabricModel"]
+__all__ = [
+    "GSE_ETHERTYPE",
+    "DATA",
+    "PROBE",
+    "FIRST",
+    "LAST",
+    "CE",
+    "pack_gse",
+    "unpack_gse",
+    "tagged_frame",
+    "frame_fields",
+    "SprayerModel",
+    "check_containers_whole",
+    "spray_balance",
+    "ReorderChecker",
+    "FabricModel",
+]
 
 GSE_ETHERTYPE = 0x88B5
 DATA, REQUEST, GRANT, PROBE = 0, 1, 2, 3
 FIRST, LAST, CE = 0x01, 0x02, 0x04
-_HDR = struct.Struct(">BBHHHBBHHHH")     # brief section 3, 18 bytes
+_HDR = struct.Struct(">BBHHHBBHHHH")  # brief section 3, 18 bytes
 
 
-def pack_gse(ver=1, type=DATA, flags=0, tc=0, tenant=0, src_node=0, dst_node=0, port=0,
-             ttl=64, seq=0, len=0, dgsq=0, next_type=0):
-    return _HDR.pack((ver << 4) | type, flags, (tc << 13) | tenant, src_node, dst_node, port,
-                     ttl, seq, len, dgsq, next_type)
+def pack_gse(
+    ver=1,
+    type=DATA,
+    flags=0,
+    tc=0,
+    tenant=0,
+    src_node=0,
+    dst_node=0,
+    port=0,
+    ttl=64,
+    seq=0,
+    len=0,
+    dgsq=0,
+    next_type=0,
+):
+    return _HDR.pack(
+        (ver << 4) | type,
+        flags,
+        (tc << 13) | tenant,
+        src_node,
+        dst_node,
+        port,
+        ttl,
+        seq,
+        len,
+        dgsq,
+        next_type,
+    )
 
 
 def unpack_gse(b):
     vt, flags, tct, src, dst, port, ttl, seq, ln, dgsq, nt = _HDR.unpack(bytes(b[:18]))
-    return {"ver": vt >> 4, "type": vt & 15, "flags": flags, "tc": tct >> 13,
-            "tenant": tct & 0xFFF, "src_node": src, "dst_node": dst, "port": port, "ttl": ttl,
-            "seq": seq, "len": ln, "dgsq": dgsq, "next_type": nt}
+    return {
+        "ver": vt >> 4,
+        "type": vt & 15,
+        "flags": flags,
+        "tc": tct >> 13,
+        "tenant": tct & 0xFFF,
+        "src_node": src,
+        "dst_node": dst,
+        "port": port,
+        "ttl": ttl,
+        "seq": seq,
+        "len": ln,
+        "dgsq": dgsq,
+        "next_type": nt,
+    }
 
 
 def frame_fields(frame):
@@ -68,7 +119,7 @@ class SprayerModel:
 
     def __init__(self, uplinks, nodes=65536):
         self.uplinks, self.nodes = uplinks, nodes
-        self.seq = defaultdict(int)          # per dst_node
+        self.seq = defaultdict(int)  # per dst_node
         self.last_pick = 0
 
     def rr_pick(self, healthy):
@@ -81,7 +132,7 @@ class SprayerModel:
 
     def container(self, dst_node, dgsq, ttl, lens, in_flags=None):
         """Expected fields of each packet of a container of original lengths ``lens``."""
-        key = dst_node % self.nodes         # the seq table has `nodes` entries
+        key = dst_node % self.nodes  # the seq table has `nodes` entries
         seq = self.seq[key]
         self.seq[key] = (seq + 1) & 0xFFFF
         out = []
@@ -137,7 +188,7 @@ class ReorderChecker:
 
     def __init__(self):
         self.expected = defaultdict(list)
-        self.got = defaultdict(list)       # src -> list of (seq, [frames])
+        self.got = defaultdict(list)  # src -> list of (seq, [frames])
         self._cur = None
         self.errors = []
 
@@ -183,9 +234,11 @@ class ReorderChecker:
             if eseq != gseq:
                 missing = sorted(set(eseq) - set(gseq))
                 extra = sorted(set(gseq) - set(eseq))
-                errs.append(f"source {src}: delivered {len(gseq)} containers, expected {len(eseq)}; "
-                            f"missing {missing[:10]} extra {extra[:10]}; first diff at "
-                            f"{next((i for i, (a, b) in enumerate(zip(eseq, gseq)) if a != b), None)}")
+                errs.append(
+                    f"source {src}: delivered {len(gseq)} containers, expected {len(eseq)}; "
+                    f"missing {missing[:10]} extra {extra[:10]}; first diff at "
+                    f"{next((i for i, (a, b) in enumerate(zip(eseq, gseq)) if a != b), None)}"
+                )
                 continue
             for (q, ef), (_q, gf) in zip(exp, got):
                 if ef != gf:
@@ -203,8 +256,9 @@ class FabricModel:
     FIRST frame; a failed link loses every frame sent at or after the failure
     time, and frames still in flight on it at that time."""
 
-    def __init__(self, links, rng, base_delay=(50, 120, 200, 300), jitter=150, loss=0.0,
-                 fail_link=None, fail_time=None):
+    def __init__(
+        self, links, rng, base_delay=(50, 120, 200, 300), jitter=150, loss=0.0, fail_link=None, fail_time=None
+    ):
         self.links, self.rng = links, rng
         self.base = [base_delay[i % len(base_delay)] for i in range(links)]
         self.jitter, self.loss = jitter, loss
@@ -212,8 +266,8 @@ class FabricModel:
         self.last_arrival = [0] * links
         self.cont_jitter = {}
         self.cont_lost = {}
-        self.lost_containers = set()       # (src, seq) of containers with any frame lost
-        self.in_flight = []                # (arrival, link, key)
+        self.lost_containers = set()  # (src, seq) of containers with any frame lost
+        self.in_flight = []  # (arrival, link, key)
 
     def failed(self, link, now):
         return link == self.fail_link and self.fail_time is not None and now >= self.fail_time

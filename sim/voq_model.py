@@ -31,6 +31,7 @@ admission can take, ``min(cells - 1, queue_limit_cells)`` cells) counts as
 Per packet released, :meth:`VOQModel.emitted` gives the record the buffer hands out on
 ``m_desc``: ``(queue, len, last)``, ``last`` on the release's last packet.
 """
+
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -52,7 +53,7 @@ class Packet:
     tenant: int
     data: bytes
     bad: bool = False
-    tag: int = 0          # test bookkeeping only
+    tag: int = 0  # test bookkeeping only
 
     def __len__(self):
         return len(self.data)
@@ -77,7 +78,7 @@ class VOQModel:
 
     def __post_init__(self):
         self.cells = self.buffer_bytes // self.cell_bytes
-        self.free = self.cells                      # free list length, sentinel included
+        self.free = self.cells  # free list length, sentinel included
         self.q = [deque() for _ in range(self.queues)]
         self.qcells = [0] * self.queues
         self.qbytes = [0] * self.queues

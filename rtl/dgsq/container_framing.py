@@ -1,12 +1,19 @@
 """ContainerFraming: joins the DGSQ release path to the sprayer's per-packet descriptor."""
+
 from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..catalog import BlockSpec
 from ..header.gse_header import GSE_HEADER_BYTES
-from ..interfaces import (FIELD_BITS, container_release, emitted_packet, release_report,
-                          release_request, spray_descriptor)
+from ..interfaces import (
+    FIELD_BITS,
+    container_release,
+    emitted_packet,
+    release_report,
+    release_request,
+    spray_descriptor,
+)
 
 __all__ = ["ContainerFraming", "EXPORTS"]
 
@@ -86,18 +93,19 @@ class ContainerFraming(wiring.Component):
             raise ValueError(f"ttl must be 1..255 (0 is dropped on arrival), not {ttl!r}")
         if depth < 2 or depth & (depth - 1):
             raise ValueError(f"depth must be a power of two >= 2, not {depth!r}")
-        self.queue_bits, self.credit_bits, self.ttl, self.depth = (queue_bits, credit_bits,
-                                                                  ttl, depth)
-        super().__init__({
-            "s_rel": In(container_release(queue_bits, credit_bits)),
-            "m_deq": Out(release_request(queue_bits, credit_bits)),
-            "s_done": In(release_report(queue_bits, credit_bits)),
-            "m_done": Out(release_report(queue_bits, credit_bits)),
-            "s_desc": In(emitted_packet(queue_bits)),
-            "m_meta": Out(spray_descriptor()),
-            "stat_releases": Out(32),
-            "stat_empty_releases": Out(32),
-        })
+        self.queue_bits, self.credit_bits, self.ttl, self.depth = (queue_bits, credit_bits, ttl, depth)
+        super().__init__(
+            {
+                "s_rel": In(container_release(queue_bits, credit_bits)),
+                "m_deq": Out(release_request(queue_bits, credit_bits)),
+                "s_done": In(release_report(queue_bits, credit_bits)),
+                "m_done": Out(release_report(queue_bits, credit_bits)),
+                "s_desc": In(emitted_packet(queue_bits)),
+                "m_meta": Out(spray_descriptor()),
+                "stat_releases": Out(32),
+                "stat_empty_releases": Out(32),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -113,25 +121,30 @@ class ContainerFraming(wiring.Component):
         d_mem = Array(Signal(FIELD_BITS["dst_node"], name=f"ent{k}_dst") for k in range(D))
         e_mem = Array(Signal(name=f"ent{k}_empty") for k in range(D))
         wp, dp, rp = (Signal(abits + 1, name=n) for n in ("wp", "dp", "rp"))
-        n_desc = Signal(abits + 1)      # releases not yet retired by descriptors
-        n_rep = Signal(abits + 1)       # releases not yet reported
+        n_desc = Signal(abits + 1)  # releases not yet retired by descriptors
+        n_rep = Signal(abits + 1)  # releases not yet reported
         m.d.comb += [n_desc.eq(wp - dp), n_rep.eq(wp - rp)]
         room = Signal()
-        m.d.comb += room.eq(~n_desc[abits] & ~n_rep[abits])     # both < D
+        m.d.comb += room.eq(~n_desc[abits] & ~n_rep[abits])  # both < D
 
         # Releases: straight through, the destination into the FIFO.
-        m.d.comb += [deq.valid.eq(rel.valid & room), rel.ready.eq(deq.ready & room),
-                     deq.payload.queue.eq(rel.payload.queue),
-                     deq.payload.credit.eq(rel.payload.credit)]
+        m.d.comb += [
+            deq.valid.eq(rel.valid & room),
+            rel.ready.eq(deq.ready & room),
+            deq.payload.queue.eq(rel.payload.queue),
+            deq.payload.credit.eq(rel.payload.credit),
+        ]
         with m.If(deq.valid & deq.ready):
-            m.d.sync += [q_mem[wp[:abits]].eq(rel.payload.queue),
-                         d_mem[wp[:abits]].eq(rel.payload.dst_node),
-                         e_mem[wp[:abits]].eq(0), wp.eq(wp + 1),
-                         self.stat_releases.eq(self.stat_releases + 1)]
+            m.d.sync += [
+                q_mem[wp[:abits]].eq(rel.payload.queue),
+                d_mem[wp[:abits]].eq(rel.payload.dst_node),
+                e_mem[wp[:abits]].eq(0),
+                wp.eq(wp + 1),
+                self.stat_releases.eq(self.stat_releases + 1),
+            ]
 
         # Reports: straight through; the oldest unreported release learns if it was empty.
-        m.d.comb += [mdone.valid.eq(done.valid), done.ready.eq(mdone.ready),
-                     mdone.payload.eq(done.payload)]
+        m.d.comb += [mdone.valid.eq(done.valid), done.ready.eq(mdone.ready), mdone.payload.eq(done.payload)]
         with m.If(done.valid & done.ready & (n_rep != 0)):
             m.d.sync += [e_mem[rp[:abits]].eq(done.payload.pkts == 0), rp.eq(rp + 1)]
             with m.If(done.payload.pkts == 0):
@@ -140,10 +153,11 @@ class ContainerFraming(wiring.Component):
         # Descriptors: the head release's destination added.
         head = dp[:abits]
         have_head = n_desc != 0
-        reported = n_rep < n_desc       # the head's report has passed
+        reported = n_rep < n_desc  # the head's report has passed
         skip = Signal()
-        m.d.comb += skip.eq(have_head & ((reported & e_mem[head]) |
-                                         (desc.valid & (desc.payload.queue != q_mem[head]))))
+        m.d.comb += skip.eq(
+            have_head & ((reported & e_mem[head]) | (desc.valid & (desc.payload.queue != q_mem[head])))
+        )
         ln = desc.payload.len
         m.d.comb += [
             meta.valid.eq(desc.valid & have_head & ~skip),
@@ -161,9 +175,11 @@ class ContainerFraming(wiring.Component):
 
 EXPORTS = [
     BlockSpec(
-        name="container_framing", module="gse_container_framing", factory=ContainerFraming,
+        name="container_framing",
+        module="gse_container_framing",
+        factory=ContainerFraming,
         params={"queue_bits": 6, "credit_bits": 24, "ttl": 64, "depth": 4},
         description="DGSQ releases to the VOQ buffer, and the sprayer's per-packet "
-                    "descriptor (destination, DGSQ, ttl, original length, LAST)",
+        "descriptor (destination, DGSQ, ttl, original length, LAST)",
     ),
 ]

@@ -1,5 +1,6 @@
 """ControlDemux: decoded control frames to the grant arbiter (REQUEST) or the DGSQ
 manager (GRANT)."""
+
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -44,14 +45,16 @@ class ControlDemux(wiring.Component):
     """
 
     def __init__(self):
-        super().__init__({
-            "s_ctl": In(control_header()),
-            "m_req": Out(request_record()),
-            "m_grant": Out(grant_in()),
-            "stat_requests": Out(32),
-            "stat_grants": Out(32),
-            "stat_drop_type": Out(32),
-        })
+        super().__init__(
+            {
+                "s_ctl": In(control_header()),
+                "m_req": Out(request_record()),
+                "m_grant": Out(grant_in()),
+                "stat_requests": Out(32),
+                "stat_grants": Out(32),
+                "stat_drop_type": Out(32),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -89,8 +92,11 @@ class ControlDemux(wiring.Component):
 
 EXPORTS = [
     BlockSpec(
-        name="control_demux", module="gse_control_demux", factory=ControlDemux, params={},
+        name="control_demux",
+        module="gse_control_demux",
+        factory=ControlDemux,
+        params={},
         description="decoded control headers to REQUEST records (grant arbiter) and GRANT "
-                    "records (DGSQ manager); other types dropped and counted",
+        "records (DGSQ manager); other types dropped and counted",
     ),
 ]

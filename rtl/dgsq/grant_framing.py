@@ -1,4 +1,5 @@
 """GrantFraming: the grant arbiter's decisions as GRANT control headers."""
+
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -48,19 +49,22 @@ class GrantFraming(wiring.Component):
         if not 1 <= ttl <= 255:
             raise ValueError(f"ttl must be 1..255 (0 is dropped on arrival), not {ttl!r}")
         self.slot_bits, self.ttl = slot_bits, ttl
-        super().__init__({
-            "s_grant": In(grant_record(slot_bits)),
-            "m_ctl": Out(control_header()),
-            "node_id": In(FIELD_BITS["src_node"]),
-            "port": In(FIELD_BITS["port"]),
-            "stat_grants": Out(32),
-        })
+        super().__init__(
+            {
+                "s_grant": In(grant_record(slot_bits)),
+                "m_ctl": Out(control_header()),
+                "node_id": In(FIELD_BITS["src_node"]),
+                "port": In(FIELD_BITS["port"]),
+                "stat_grants": Out(32),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
         g, c = self.s_grant, self.m_ctl
         m.d.comb += [
-            c.valid.eq(g.valid), g.ready.eq(c.ready),
+            c.valid.eq(g.valid),
+            g.ready.eq(c.ready),
             c.payload.type.eq(GSEType.GRANT.value),
             c.payload.flags.eq(0),
             c.payload.tc.eq(g.payload.tc),
@@ -80,7 +84,9 @@ class GrantFraming(wiring.Component):
 
 EXPORTS = [
     BlockSpec(
-        name="grant_framing", module="gse_grant_framing", factory=GrantFraming,
+        name="grant_framing",
+        module="gse_grant_framing",
+        factory=GrantFraming,
         params={"slot_bits": 6, "ttl": 64},
         description="grant arbiter decisions to GRANT control headers for the encoder",
     ),

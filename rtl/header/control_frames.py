@@ -5,14 +5,23 @@ A control frame is ``DA(6) SA(6) EtherType(2) GSE header(18)`` padded with zeros
 and are read back with :func:`~opengse.rtl.header.gse_header.unpack_header`: the format is
 defined once, there.
 """
+
 from amaranth import *
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..catalog import BlockSpec
-from .gse_header import (CONTROL_FRAME_BYTES, ETH_HEADER_BYTES, GSE_ETHERTYPE, GSE_VERSION,
-                         TAGGED_HEADER_BYTES, GSEType, gse_header_layout, pack_header,
-                         unpack_header)
+from .gse_header import (
+    CONTROL_FRAME_BYTES,
+    ETH_HEADER_BYTES,
+    GSE_ETHERTYPE,
+    GSE_VERSION,
+    TAGGED_HEADER_BYTES,
+    GSEType,
+    gse_header_layout,
+    pack_header,
+    unpack_header,
+)
 from ..lib.stream import AXIStreamSignature, check_data_width
 
 __all__ = ["ControlFrameEncoder", "ControlFrameDecoder", "ControlHeaderLayout"]
@@ -37,13 +46,15 @@ class ControlFrameEncoder(wiring.Component):
     def __init__(self, data_width=64, ethertype=GSE_ETHERTYPE):
         self.data_width = check_data_width(data_width)
         self.ethertype = ethertype
-        super().__init__({
-            "s_ctl": In(stream.Signature(ControlHeaderLayout)),
-            "mac_da": In(48),
-            "mac_sa": In(48),
-            "m_axis": Out(AXIStreamSignature(data_width)),
-            "stat_frames": Out(32),
-        })
+        super().__init__(
+            {
+                "s_ctl": In(stream.Signature(ControlHeaderLayout)),
+                "mac_da": In(48),
+                "mac_sa": In(48),
+                "m_axis": Out(AXIStreamSignature(data_width)),
+                "stat_frames": Out(32),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -58,9 +69,9 @@ class ControlFrameEncoder(wiring.Component):
         gse = pack_header(fields)
         frame = []
         for k in range(6):
-            frame.append(self.mac_da[8 * (5 - k):8 * (6 - k)])
+            frame.append(self.mac_da[8 * (5 - k) : 8 * (6 - k)])
         for k in range(6):
-            frame.append(self.mac_sa[8 * (5 - k):8 * (6 - k)])
+            frame.append(self.mac_sa[8 * (5 - k) : 8 * (6 - k)])
         frame += [Const(self.ethertype >> 8, 8), Const(self.ethertype & 0xFF, 8)]
         frame += gse
         frame += [Const(0, 8)] * (n_beats * W - len(frame))
@@ -78,7 +89,7 @@ class ControlFrameEncoder(wiring.Component):
         with m.If(busy & self.m_axis.ready & last_beat):
             m.d.sync += self.stat_frames.eq(self.stat_frames + 1)
 
-        beats = [Cat(frame[b * W:(b + 1) * W]) for b in range(n_beats)]
+        beats = [Cat(frame[b * W : (b + 1) * W]) for b in range(n_beats)]
         tail = CONTROL_FRAME_BYTES - (n_beats - 1) * W
         m.d.comb += [
             self.m_axis.valid.eq(busy),
@@ -108,21 +119,23 @@ class ControlFrameDecoder(wiring.Component):
     def __init__(self, data_width=64, ethertype=GSE_ETHERTYPE):
         self.data_width = check_data_width(data_width)
         self.ethertype = ethertype
-        super().__init__({
-            "s_axis": In(AXIStreamSignature(data_width)),
-            "m_ctl": Out(stream.Signature(ControlHeaderLayout)),
-            "stat_ctl": Out(32),
-            "stat_drop_other": Out(32),
-            "stat_drop_malformed": Out(32),
-            "stat_drop_err": Out(32),
-        })
+        super().__init__(
+            {
+                "s_axis": In(AXIStreamSignature(data_width)),
+                "m_ctl": Out(stream.Signature(ControlHeaderLayout)),
+                "stat_ctl": Out(32),
+                "stat_drop_other": Out(32),
+                "stat_drop_malformed": Out(32),
+                "stat_drop_err": Out(32),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
         W = self.data_width // 8
         head_beats = -(-TAGGED_HEADER_BYTES // W)
         head = [Signal(8, name=f"head{k}") for k in range(head_beats * W)]
-        nbytes = Signal(range(TAGGED_HEADER_BYTES + W + 1))   # saturating byte count
+        nbytes = Signal(range(TAGGED_HEADER_BYTES + W + 1))  # saturating byte count
         beat = Signal(range(head_beats + 1))
         out_valid = Signal()
         out_hdr = Signal(ControlHeaderLayout)
@@ -135,7 +148,7 @@ class ControlFrameDecoder(wiring.Component):
         cur = []
         for k in range(head_beats * W):
             b, off = divmod(k, W)
-            byte_now = self.s_axis.payload.data[8 * off:8 * off + 8]
+            byte_now = self.s_axis.payload.data[8 * off : 8 * off + 8]
             cur.append(Mux(beat == b, byte_now, head[k]))
         gse = cur[ETH_HEADER_BYTES:TAGGED_HEADER_BYTES]
         f = unpack_header(gse)
@@ -159,7 +172,7 @@ class ControlFrameDecoder(wiring.Component):
             for k in range(head_beats * W):
                 b, off = divmod(k, W)
                 with m.If(beat == b):
-                    m.d.sync += head[k].eq(self.s_axis.payload.data[8 * off:8 * off + 8])
+                    m.d.sync += head[k].eq(self.s_axis.payload.data[8 * off : 8 * off + 8])
             m.d.sync += beat.eq(Mux(beat == head_beats, beat, beat + 1))
             m.d.sync += nbytes.eq(Mux(total > TAGGED_HEADER_BYTES, TAGGED_HEADER_BYTES + 1, total))
             with m.If(self.s_axis.payload.last):

@@ -8,6 +8,7 @@ beats of a frame, after which every step is the same, so each output byte lane i
 a small fixed multiplexer over (head byte, byte of the current input beat, byte of
 the previous input beat). No barrel shifter.
 """
+
 from dataclasses import dataclass
 
 from amaranth import *
@@ -21,11 +22,11 @@ __all__ = ["FrameRealigner", "plan"]
 
 @dataclass(frozen=True)
 class Step:
-    skip: bool          # consume the current input beat, produce nothing
-    lanes: tuple        # per output lane: ("h", head byte) | ("c", lane) | ("p", lane)
-    consume: bool       # the current input beat moves to "previous" after this step
-    cur_deferred: int   # mask: lanes of the current beat that later steps output
-    tail: tuple         # lanes of the beat after this step, should the frame end here
+    skip: bool  # consume the current input beat, produce nothing
+    lanes: tuple  # per output lane: ("h", head byte) | ("c", lane) | ("p", lane)
+    consume: bool  # the current input beat moves to "previous" after this step
+    cur_deferred: int  # mask: lanes of the current beat that later steps output
+    tail: tuple  # lanes of the beat after this step, should the frame end here
 
 
 def plan(bytes_per_beat, head_in, head_out, min_frame):
@@ -52,7 +53,7 @@ def plan(bytes_per_beat, head_in, head_out, min_frame):
         first_x += 1
     first_x_beat = max(x_beats(first_x))
 
-    raw = []          # (skip, cur index, lanes with absolute beats, consume)
+    raw = []  # (skip, cur index, lanes with absolute beats, consume)
     i = j = 0
     while len(raw) < 4 * (head_in + head_out) // W + 16:
         beats = x_beats(j)
@@ -73,7 +74,7 @@ def plan(bytes_per_beat, head_in, head_out, min_frame):
 
     def later(k, beat):
         mask, head, rest = 0, False, []
-        for skip, _i, lanes, _c in raw[k + 1:]:
+        for skip, _i, lanes, _c in raw[k + 1 :]:
             if skip:
                 continue
             refs = [l for l in lanes if l[0] == "x" and l[1] == beat]
@@ -101,16 +102,16 @@ def plan(bytes_per_beat, head_in, head_out, min_frame):
         if consume and i >= min_last_beat:
             # Should beat i be the frame's last: what is left fits the next output beat.
             nxt_lanes, _ = rest[0]
-            tail = tuple(l if l[0] == "h" else (("p", l[2]) if l[1] == i else ("c", l[2]))
-                         for l in nxt_lanes)
+            tail = tuple(l if l[0] == "h" else (("p", l[2]) if l[1] == i else ("c", l[2])) for l in nxt_lanes)
             for lanes2, refs in rest[1:]:
-                assert not refs and not any(l[0] == "h" for l in lanes2), \
+                assert not refs and not any(l[0] == "h" for l in lanes2), (
                     "a frame's end must fit one output beat after its last input beat"
+                )
         steps.append(Step(skip, rel, consume, cur_def, tail))
     last = len(steps) - 1
     while last > 0 and steps[last - 1] == steps[last]:
         last -= 1
-    steps = steps[:last + 1]
+    steps = steps[: last + 1]
     assert not steps[-1].skip and steps[-1].consume and steps[-1].tail, "plan did not settle"
     return steps
 
@@ -145,12 +146,14 @@ class FrameRealigner(wiring.Component):
         self.min_frame = head_in + 1 if min_frame is None else min_frame
         self.steps = plan(self.bytes_per_beat, head_in, head_out, self.min_frame)
         self.head_const = dict(head_const or {})
-        super().__init__({
-            "s_axis": In(AXIStreamSignature(data_width)),
-            "s_head": In(8 * head_out),
-            "s_bypass": In(1),
-            "m_axis": Out(AXIStreamSignature(data_width)),
-        })
+        super().__init__(
+            {
+                "s_axis": In(AXIStreamSignature(data_width)),
+                "s_head": In(8 * head_out),
+                "s_bypass": In(1),
+                "m_axis": Out(AXIStreamSignature(data_width)),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -170,8 +173,10 @@ class FrameRealigner(wiring.Component):
         prev_data_r = Signal(8 * len(prev_lanes))
         prev_keep_r = Signal(len(prev_lanes))
         for n, lane in enumerate(prev_lanes):
-            m.d.comb += [prev_data.word_select(lane, 8).eq(prev_data_r.word_select(n, 8)),
-                         prev_keep[lane].eq(prev_keep_r[n])]
+            m.d.comb += [
+                prev_data.word_select(lane, 8).eq(prev_data_r.word_select(n, 8)),
+                prev_keep[lane].eq(prev_keep_r[n]),
+            ]
 
         at = [Signal(name=f"at_step{k}") for k in range(K + 1)]
         for k in range(K + 1):
@@ -251,11 +256,13 @@ class FrameRealigner(wiring.Component):
         pend_keep_r = Signal(len(tail_lanes))
         pend_user_r = Signal()
         for n, lane in enumerate(tail_lanes):
-            m.d.comb += [pend.data.word_select(lane, 8).eq(pend_data_r.word_select(n, 8)),
-                         pend.keep[lane].eq(pend_keep_r[n])]
+            m.d.comb += [
+                pend.data.word_select(lane, 8).eq(pend_data_r.word_select(n, 8)),
+                pend.keep[lane].eq(pend_keep_r[n]),
+            ]
         m.d.comb += [pend.last.eq(1), pend.user.eq(pend_user_r)]
         out_free = ~self.m_axis.valid | self.m_axis.ready
-        can_out = out_free & ~pend_valid          # the held-over beat goes first
+        can_out = out_free & ~pend_valid  # the held-over beat goes first
 
         produce = Signal()
         consume = Signal()
@@ -309,8 +316,7 @@ class FrameRealigner(wiring.Component):
 
         # Frame bookkeeping.
         with m.If(at[0] & (advance | consume)):
-            m.d.sync += [head_r.eq(Cat(*[self.s_head[b] for b in var_bits])),
-                         bypass_r.eq(self.s_bypass)]
+            m.d.sync += [head_r.eq(Cat(*[self.s_head[b] for b in var_bits])), bypass_r.eq(self.s_bypass)]
         with m.If(bypass):
             with m.If(consume):
                 m.d.sync += step.eq(Mux(cur.last, 0, 1))

@@ -6,6 +6,7 @@ in, asks its owner for a verdict on them one cycle later (from registers, so the
 owner's checks have a whole clock), and holds the frame's beats in a short FIFO until
 the verdict is there; then it lets the frame through or drops it whole.
 """
+
 from amaranth import *
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
@@ -61,28 +62,29 @@ class FrameWindow(wiring.Component):
         self.info_width = info_width
         self.ignore_bits = frozenset(ignore_bits)
         self._kept = [b for b in range(8 * lookahead) if b not in self.ignore_bits]
-        super().__init__({
-            "s_axis": In(AXIStreamSignature(data_width)),
-            "m_axis": Out(AXIStreamSignature(data_width)),
-            "cap_bits": Out(8 * lookahead - len(self.ignore_bits)),
-            "cap_present": Out(len(self.present_at)),
-            "judge_drop": In(1),
-            "judge_info": In(info_width),
-            "head_valid": Out(1),
-            "head_drop": Out(1),
-            "head_info": Out(info_width),
-            "verdict_ok": In(1),
-            "taken": Out(1),
-            "frame_len": Out(16),
-            "last_error": In(1),
-            "mac_error": Out(1),
-        })
+        super().__init__(
+            {
+                "s_axis": In(AXIStreamSignature(data_width)),
+                "m_axis": Out(AXIStreamSignature(data_width)),
+                "cap_bits": Out(8 * lookahead - len(self.ignore_bits)),
+                "cap_present": Out(len(self.present_at)),
+                "judge_drop": In(1),
+                "judge_info": In(info_width),
+                "head_valid": Out(1),
+                "head_drop": Out(1),
+                "head_info": Out(info_width),
+                "verdict_ok": In(1),
+                "taken": Out(1),
+                "frame_len": Out(16),
+                "last_error": In(1),
+                "mac_error": Out(1),
+            }
+        )
 
     def cap_bytes(self):
         """The captured bytes as one value, byte ``k`` at bits ``8k..8k+7``."""
         index = {b: i for i, b in enumerate(self._kept)}
-        return Cat(*[self.cap_bits[index[b]] if b in index else C(0, 1)
-                     for b in range(8 * self.lookahead)])
+        return Cat(*[self.cap_bits[index[b]] if b in index else C(0, 1) for b in range(8 * self.lookahead)])
 
     def elaborate(self, platform):
         m = Module()
@@ -92,8 +94,8 @@ class FrameWindow(wiring.Component):
         # Capture on the way in.
         push = Signal()
         m.d.comb += push.eq(self.s_axis.valid & self.s_axis.ready)
-        in_beat = Signal(range(G + 1))      # beat index within the incoming frame, saturating
-        judge_now = Signal()                # capture completed last cycle
+        in_beat = Signal(range(G + 1))  # beat index within the incoming frame, saturating
+        judge_now = Signal()  # capture completed last cycle
         with m.If(push):
             m.d.sync += in_beat.eq(Mux(beat.last, 0, Mux(in_beat == G, G, in_beat + 1)))
         m.d.sync += judge_now.eq(push & (in_beat < G) & (beat.last | (in_beat == G - 1)))
@@ -106,8 +108,7 @@ class FrameWindow(wiring.Component):
                     if 8 * k + bit in self.ignore_bits:
                         continue
                     with m.If(push & (in_beat == e)):
-                        m.d.sync += self.cap_bits[self._kept.index(8 * k + bit)].eq(
-                            beat.data[8 * lane + bit])
+                        m.d.sync += self.cap_bits[self._kept.index(8 * k + bit)].eq(beat.data[8 * lane + bit])
         for i, k in enumerate(self.present_at):
             e, lane = divmod(k, W)
             with m.If(push & (in_beat == e)):
@@ -121,10 +122,14 @@ class FrameWindow(wiring.Component):
         in_first = Signal(init=1)
         with m.If(push):
             m.d.sync += in_first.eq(beat.last)
-        entry_layout = axis_beat_layout(self.data_width, user_width=2)   # user[1] = first
+        entry_layout = axis_beat_layout(self.data_width, user_width=2)  # user[1] = first
         w_entry = Signal(entry_layout)
-        m.d.comb += [w_entry.data.eq(beat.data), w_entry.keep.eq(beat.keep),
-                     w_entry.last.eq(beat.last), w_entry.user.eq(Cat(beat.user[0], in_first))]
+        m.d.comb += [
+            w_entry.data.eq(beat.data),
+            w_entry.keep.eq(beat.keep),
+            w_entry.last.eq(beat.last),
+            w_entry.user.eq(Cat(beat.user[0], in_first)),
+        ]
         entries, valids = register_fifo(m, "beat", D, entry_layout, push, w_entry, pop)
 
         # Verdicts, one per frame whose first beat is still in the beat FIFO.
@@ -159,9 +164,11 @@ class FrameWindow(wiring.Component):
             self.mac_error.eq(head.user[0]),
             self.taken.eq(self.head_valid & self.verdict_ok & (self.head_drop | self.m_axis.ready)),
             v_pop.eq(self.taken),
-            pop.eq((self.m_axis.valid & self.m_axis.ready) |
-                   (valids[0] & ~head_first & dropping) |
-                   (self.taken & self.head_drop)),
+            pop.eq(
+                (self.m_axis.valid & self.m_axis.ready)
+                | (valids[0] & ~head_first & dropping)
+                | (self.taken & self.head_drop)
+            ),
         ]
         with m.If(pop):
             with m.If(head.last):

@@ -7,24 +7,39 @@ span. Everything else here is derived from it: the Amaranth struct layout of the
 header side channel, and the functions that pack fields into wire bytes and
 unpack wire bytes into fields.
 """
+
 from amaranth.hdl import Cat, Const
 from amaranth.lib import data, enum
 
 __all__ = [
-    "GSE_ETHERTYPE", "GSE_VERSION", "GSE_HEADER_BYTES", "ETH_HEADER_BYTES",
-    "TAGGED_HEADER_BYTES", "CREDIT_UNIT_BYTES", "CONTAINER_BYTES", "CONTROL_FRAME_BYTES",
-    "GSEType", "GSEFlags", "GSE_FIELDS", "GSEHeaderLayout", "gse_header_layout",
-    "pack_header", "unpack_header", "field_bits", "reserved_bits", "FIELD_NAMES",
+    "GSE_ETHERTYPE",
+    "GSE_VERSION",
+    "GSE_HEADER_BYTES",
+    "ETH_HEADER_BYTES",
+    "TAGGED_HEADER_BYTES",
+    "CREDIT_UNIT_BYTES",
+    "CONTAINER_BYTES",
+    "CONTROL_FRAME_BYTES",
+    "GSEType",
+    "GSEFlags",
+    "GSE_FIELDS",
+    "GSEHeaderLayout",
+    "gse_header_layout",
+    "pack_header",
+    "unpack_header",
+    "field_bits",
+    "reserved_bits",
+    "FIELD_NAMES",
 ]
 
-GSE_ETHERTYPE = 0x88B5        # IEEE local experimental EtherType 1; a build parameter
+GSE_ETHERTYPE = 0x88B5  # IEEE local experimental EtherType 1; a build parameter
 GSE_VERSION = 1
-ETH_HEADER_BYTES = 14          # DA(6) SA(6) EtherType(2)
-GSE_HEADER_BYTES = 18          # the bytes after the GSE EtherType, next_type included
-TAGGED_HEADER_BYTES = ETH_HEADER_BYTES + GSE_HEADER_BYTES   # 32: all header checks fit here
+ETH_HEADER_BYTES = 14  # DA(6) SA(6) EtherType(2)
+GSE_HEADER_BYTES = 18  # the bytes after the GSE EtherType, next_type included
+TAGGED_HEADER_BYTES = ETH_HEADER_BYTES + GSE_HEADER_BYTES  # 32: all header checks fit here
 CREDIT_UNIT_BYTES = 64
 CONTAINER_BYTES = 4096
-CONTROL_FRAME_BYTES = 60       # control frames are padded to the Ethernet minimum (no FCS)
+CONTROL_FRAME_BYTES = 60  # control frames are padded to the Ethernet minimum (no FCS)
 
 
 class GSEType(enum.Enum, shape=4):
@@ -42,18 +57,18 @@ class GSEFlags(enum.Flag, shape=8):
 
 #: (name, byte offset in the GSE header, span bytes, lsb within the span, width)
 GSE_FIELDS = (
-    ("ver",       0,  1, 4, 4),
-    ("type",      0,  1, 0, 4),
-    ("flags",     1,  1, 0, 8),
-    ("tc",        2,  2, 13, 3),
-    ("tenant",    2,  2, 0, 12),
-    ("src_node",  4,  2, 0, 16),
-    ("dst_node",  6,  2, 0, 16),
-    ("port",      8,  1, 0, 8),
-    ("ttl",       9,  1, 0, 8),
-    ("seq",       10, 2, 0, 16),
-    ("len",       12, 2, 0, 16),
-    ("dgsq",      14, 2, 0, 16),
+    ("ver", 0, 1, 4, 4),
+    ("type", 0, 1, 0, 4),
+    ("flags", 1, 1, 0, 8),
+    ("tc", 2, 2, 13, 3),
+    ("tenant", 2, 2, 0, 12),
+    ("src_node", 4, 2, 0, 16),
+    ("dst_node", 6, 2, 0, 16),
+    ("port", 8, 1, 0, 8),
+    ("ttl", 9, 1, 0, 8),
+    ("seq", 10, 2, 0, 16),
+    ("len", 12, 2, 0, 16),
+    ("dgsq", 14, 2, 0, 16),
     ("next_type", 16, 2, 0, 16),
 )
 
@@ -71,14 +86,12 @@ def field_bits(name):
 def reserved_bits():
     """Positions ``(header byte, bit in byte)`` that no field covers (zero on send)."""
     covered = {pos for name in FIELD_NAMES for pos in field_bits(name)}
-    return [(byte, bit) for byte in range(GSE_HEADER_BYTES) for bit in range(8)
-            if (byte, bit) not in covered]
+    return [(byte, bit) for byte in range(GSE_HEADER_BYTES) for bit in range(8) if (byte, bit) not in covered]
 
 
 def gse_header_layout(omit=()):
     """Struct layout with one member per GSE header field (minus ``omit``)."""
-    return data.StructLayout({name: width for name, _o, _n, _l, width in GSE_FIELDS
-                              if name not in omit})
+    return data.StructLayout({name: width for name, _o, _n, _l, width in GSE_FIELDS if name not in omit})
 
 
 GSEHeaderLayout = gse_header_layout()
@@ -86,7 +99,7 @@ GSEHeaderLayout = gse_header_layout()
 
 def _span(wire_bytes, offset, nbytes):
     # Big-endian span: the last byte is the least significant.
-    return Cat(*reversed(wire_bytes[offset:offset + nbytes]))
+    return Cat(*reversed(wire_bytes[offset : offset + nbytes]))
 
 
 def unpack_header(wire_bytes):
@@ -94,8 +107,7 @@ def unpack_header(wire_bytes):
 
     Returns a dict of field name to Amaranth value."""
     assert len(wire_bytes) >= GSE_HEADER_BYTES
-    return {name: _span(wire_bytes, off, n)[lsb:lsb + width]
-            for name, off, n, lsb, width in GSE_FIELDS}
+    return {name: _span(wire_bytes, off, n)[lsb : lsb + width] for name, off, n, lsb, width in GSE_FIELDS}
 
 
 def pack_header(fields):
@@ -117,5 +129,5 @@ def pack_header(fields):
                 bits[lsb + b] = value[b]
         span = Cat(*bits)
         for k in range(n):
-            out[off + n - 1 - k] = span[8 * k:8 * k + 8]
+            out[off + n - 1 - k] = span[8 * k : 8 * k + 8]
     return out

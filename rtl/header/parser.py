@@ -1,4 +1,5 @@
 """GSEParser: check and parse the GSE header of frames from a fabric port."""
+
 from amaranth import *
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -7,9 +8,17 @@ from ..catalog import BlockSpec
 from .frame_realigner import FrameRealigner
 from .frame_window import FrameWindow
 from ..lib.register_fifo import register_fifo
-from .gse_header import (ETH_HEADER_BYTES, GSE_ETHERTYPE, GSE_FIELDS, GSE_HEADER_BYTES,
-                         GSE_VERSION, GSEType, TAGGED_HEADER_BYTES, reserved_bits,
-                         unpack_header)
+from .gse_header import (
+    ETH_HEADER_BYTES,
+    GSE_ETHERTYPE,
+    GSE_FIELDS,
+    GSE_HEADER_BYTES,
+    GSE_VERSION,
+    GSEType,
+    TAGGED_HEADER_BYTES,
+    reserved_bits,
+    unpack_header,
+)
 from ..lib.stream import AXIStreamSignature, check_data_width
 
 __all__ = ["GSEParser", "ParsedHeaderLayout"]
@@ -17,13 +26,15 @@ __all__ = ["GSEParser", "ParsedHeaderLayout"]
 #: The header side channel: every GSE header field, plus ``gse`` (the frame carried
 #: the GSE EtherType; else the GSE fields are zero), and the Ethernet header
 #: (``eth_dst``, ``eth_src`` as 48-bit big-endian MACs, ``eth_type`` as on the wire).
-ParsedHeaderLayout = data.StructLayout({
-    **{name: width for name, _o, _n, _l, width in GSE_FIELDS},
-    "gse": 1,
-    "eth_dst": 48,
-    "eth_src": 48,
-    "eth_type": 16,
-})
+ParsedHeaderLayout = data.StructLayout(
+    {
+        **{name: width for name, _o, _n, _l, width in GSE_FIELDS},
+        "gse": 1,
+        "eth_dst": 48,
+        "eth_src": 48,
+        "eth_type": 16,
+    }
+)
 
 MAC_BYTES = 12
 
@@ -79,28 +90,33 @@ class GSEParser(wiring.Component):
         if self.strip not in (0, 1):
             raise ValueError(f"strip must be 0 or 1, not {strip!r}")
         self.ethertype = ethertype
-        super().__init__({
-            "s_axis": In(AXIStreamSignature(data_width)),
-            "m_axis": Out(AXIStreamSignature(data_width)),
-            "m_hdr": Out(stream.Signature(ParsedHeaderLayout)),
-            "stat_frames": Out(32),
-            "stat_other": Out(32),
-            "stat_drop_runt": Out(32),
-            "stat_drop_ver": Out(32),
-            "stat_drop_type": Out(32),
-            "stat_drop_ttl": Out(32),
-            "stat_err_len": Out(32),
-            "stat_err_frame": Out(32),
-        })
+        super().__init__(
+            {
+                "s_axis": In(AXIStreamSignature(data_width)),
+                "m_axis": Out(AXIStreamSignature(data_width)),
+                "m_hdr": Out(stream.Signature(ParsedHeaderLayout)),
+                "stat_frames": Out(32),
+                "stat_other": Out(32),
+                "stat_drop_runt": Out(32),
+                "stat_drop_ver": Out(32),
+                "stat_drop_type": Out(32),
+                "stat_drop_ttl": Out(32),
+                "stat_err_len": Out(32),
+                "stat_err_frame": Out(32),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
         # The verdict carries the parsed header and the drop reason with the frame.
         info = data.StructLayout({"hdr": ParsedHeaderLayout, "reason": Reason})
         m.submodules.window = window = FrameWindow(
-            self.data_width, TAGGED_HEADER_BYTES,
-            present_at=[ETH_HEADER_BYTES - 1, TAGGED_HEADER_BYTES - 1], info_width=info.size,
-            ignore_bits=[8 * (ETH_HEADER_BYTES + byte) + bit for byte, bit in reserved_bits()])
+            self.data_width,
+            TAGGED_HEADER_BYTES,
+            present_at=[ETH_HEADER_BYTES - 1, TAGGED_HEADER_BYTES - 1],
+            info_width=info.size,
+            ignore_bits=[8 * (ETH_HEADER_BYTES + byte) + bit for byte, bit in reserved_bits()],
+        )
         wiring.connect(m, wiring.flipped(self.s_axis), window.s_axis)
 
         # Judge the captured bytes (registers): a whole cycle for the checks.
@@ -170,8 +186,9 @@ class GSEParser(wiring.Component):
 
         if self.strip:
             m.submodules.realigner = realigner = FrameRealigner(
-                self.data_width, TAGGED_HEADER_BYTES - 2, MAC_BYTES, min_frame=TAGGED_HEADER_BYTES)
-            macs = Cat(hdr.eth_src, hdr.eth_dst)      # big-endian: byte 0 is the top byte
+                self.data_width, TAGGED_HEADER_BYTES - 2, MAC_BYTES, min_frame=TAGGED_HEADER_BYTES
+            )
+            macs = Cat(hdr.eth_src, hdr.eth_dst)  # big-endian: byte 0 is the top byte
             m.d.comb += [
                 realigner.s_axis.valid.eq(window.m_axis.valid),
                 realigner.s_axis.payload.eq(window.m_axis.payload),
@@ -185,8 +202,7 @@ class GSEParser(wiring.Component):
             # the window) is never later than that beat.
             out = self.m_axis
             with m.If(~out.valid | out.ready):
-                m.d.sync += [out.valid.eq(window.m_axis.valid),
-                             out.payload.eq(window.m_axis.payload)]
+                m.d.sync += [out.valid.eq(window.m_axis.valid), out.payload.eq(window.m_axis.payload)]
             m.d.comb += window.m_axis.ready.eq(~out.valid | out.ready)
 
         def bump(counter):
@@ -222,6 +238,6 @@ EXPORTS = [
         factory=lambda data_width, strip, ethertype: GSEParser(data_width, strip, ethertype),
         params={"data_width": 64, "strip": 1, "ethertype": GSE_ETHERTYPE},
         description="GSE v1 parser: checks the GSE header, puts its fields on m_hdr_*, "
-                    "optionally strips the tag",
+        "optionally strips the tag",
     ),
 ]

@@ -1,4 +1,5 @@
 """GSETagger: push the GSE tag onto frames from a host port."""
+
 from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -6,8 +7,16 @@ from amaranth.lib.wiring import In, Out
 from ..catalog import BlockSpec
 from .frame_realigner import FrameRealigner
 from .frame_window import FrameWindow
-from .gse_header import (ETH_HEADER_BYTES, field_bits, reserved_bits, GSE_ETHERTYPE, GSE_HEADER_BYTES, GSE_VERSION,
-                         gse_header_layout, pack_header)
+from .gse_header import (
+    ETH_HEADER_BYTES,
+    field_bits,
+    reserved_bits,
+    GSE_ETHERTYPE,
+    GSE_HEADER_BYTES,
+    GSE_VERSION,
+    gse_header_layout,
+    pack_header,
+)
 from ..lib.stream import AXIStreamSignature, check_data_width
 
 __all__ = ["GSETagger", "TaggerHeaderLayout"]
@@ -16,7 +25,7 @@ __all__ = ["GSETagger", "TaggerHeaderLayout"]
 #: (the frame's own EtherType).
 TaggerHeaderLayout = gse_header_layout(omit=("ver", "next_type"))
 
-MAC_BYTES = 12          # DA + SA: the bytes that stay in front of the tag
+MAC_BYTES = 12  # DA + SA: the bytes that stay in front of the tag
 
 
 class GSETagger(wiring.Component):
@@ -54,21 +63,25 @@ class GSETagger(wiring.Component):
     def __init__(self, data_width=64, ethertype=GSE_ETHERTYPE):
         self.data_width = check_data_width(data_width)
         self.ethertype = ethertype
-        super().__init__({
-            "s_axis": In(AXIStreamSignature(data_width)),
-            "s_hdr": In(stream.Signature(TaggerHeaderLayout)),
-            "m_axis": Out(AXIStreamSignature(data_width)),
-            "stat_frames": Out(32),
-            "stat_drop_spoof": Out(32),
-            "stat_drop_runt": Out(32),
-            "stat_err_frame": Out(32),
-        })
+        super().__init__(
+            {
+                "s_axis": In(AXIStreamSignature(data_width)),
+                "s_hdr": In(stream.Signature(TaggerHeaderLayout)),
+                "m_axis": Out(AXIStreamSignature(data_width)),
+                "stat_frames": Out(32),
+                "stat_drop_spoof": Out(32),
+                "stat_drop_runt": Out(32),
+                "stat_err_frame": Out(32),
+            }
+        )
 
     def _const_head_bits(self):
         # The new head's bits that never vary: the EtherType, `ver`, reserved bits.
         base = 8 * (MAC_BYTES + 2)
-        const = {8 * MAC_BYTES + 8 * (b // 8) + b % 8: (self.ethertype >> (8 * (1 - b // 8) + b % 8)) & 1
-                 for b in range(16)}
+        const = {
+            8 * MAC_BYTES + 8 * (b // 8) + b % 8: (self.ethertype >> (8 * (1 - b // 8) + b % 8)) & 1
+            for b in range(16)
+        }
         for k, (byte, bit) in enumerate(field_bits("ver")):
             const[base + 8 * byte + bit] = (GSE_VERSION >> k) & 1
         for byte, bit in reserved_bits():
@@ -82,22 +95,26 @@ class GSETagger(wiring.Component):
         # drop reason with the frame.
         info = data.StructLayout({"mac": 8 * MAC_BYTES, "spoof": 1})
         m.submodules.window = window = FrameWindow(
-            self.data_width, ETH_HEADER_BYTES, present_at=[ETH_HEADER_BYTES - 1],
-            info_width=info.size)
+            self.data_width, ETH_HEADER_BYTES, present_at=[ETH_HEADER_BYTES - 1], info_width=info.size
+        )
         head_out = MAC_BYTES + 2 + GSE_HEADER_BYTES - 2
         m.submodules.realigner = realigner = FrameRealigner(
-            self.data_width, MAC_BYTES, head_out, min_frame=ETH_HEADER_BYTES,
-            head_const=self._const_head_bits())
+            self.data_width,
+            MAC_BYTES,
+            head_out,
+            min_frame=ETH_HEADER_BYTES,
+            head_const=self._const_head_bits(),
+        )
         wiring.connect(m, wiring.flipped(self.s_axis), window.s_axis)
 
         cap_bytes = window.cap_bytes()
         cap = [cap_bytes.word_select(k, 8) for k in range(ETH_HEADER_BYTES)]
         judged = Signal(info)
         m.d.comb += [
-            judged.mac.eq(cap_bytes[:8 * MAC_BYTES]),
+            judged.mac.eq(cap_bytes[: 8 * MAC_BYTES]),
             judged.spoof.eq(window.cap_present[0] & (Cat(cap[13], cap[12]) == self.ethertype)),
             window.judge_info.eq(judged),
-            window.judge_drop.eq(~window.cap_present[0] | judged.spoof),   # runt or spoofed
+            window.judge_drop.eq(~window.cap_present[0] | judged.spoof),  # runt or spoofed
         ]
         verdict = Signal(info)
         m.d.comb += verdict.eq(window.head_info)
@@ -106,9 +123,12 @@ class GSETagger(wiring.Component):
 
         fields = {name: self.s_hdr.payload[name] for name, _ in TaggerHeaderLayout}
         fields["ver"] = GSE_VERSION
-        tag = pack_header(fields)[:GSE_HEADER_BYTES - 2]     # next_type stays in the frame
-        new_head = [verdict.mac.word_select(k, 8) for k in range(MAC_BYTES)] + \
-            [C(self.ethertype >> 8, 8), C(self.ethertype & 0xff, 8)] + tag
+        tag = pack_header(fields)[: GSE_HEADER_BYTES - 2]  # next_type stays in the frame
+        new_head = (
+            [verdict.mac.word_select(k, 8) for k in range(MAC_BYTES)]
+            + [C(self.ethertype >> 8, 8), C(self.ethertype & 0xFF, 8)]
+            + tag
+        )
 
         m.d.comb += [
             window.verdict_ok.eq(self.s_hdr.valid),

@@ -1,4 +1,5 @@
 """PacketDemux: one AXI4-Stream packet input onto N outputs, by a select per packet."""
+
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -69,12 +70,14 @@ class PacketDemux(wiring.Component):
         self.sel_layout = sel_layout
         self.route = route if route is not None else (lambda sel: sel.index)
         sig = AXIStreamSignature(data_width, user_width)
-        super().__init__({
-            "s_axis": In(sig),
-            "s_sel": In(stream.Signature(sel_layout)),
-            "m_axis": Out(sig).array(outputs),
-            "stat_drop_unrouted": Out(32),
-        })
+        super().__init__(
+            {
+                "s_axis": In(sig),
+                "s_sel": In(stream.Signature(sel_layout)),
+                "m_axis": Out(sig).array(outputs),
+                "stat_drop_unrouted": Out(32),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -91,9 +94,9 @@ class PacketDemux(wiring.Component):
         free = Signal()
         m.d.comb += free.eq(~o_valid.any() | moved)
 
-        in_pkt = Signal()           # inside a packet: its output is `dest`
+        in_pkt = Signal()  # inside a packet: its output is `dest`
         dest = Signal(obits)
-        drop = Signal()             # the packet in progress is being dropped
+        drop = Signal()  # the packet in progress is being dropped
         first_dest = Signal(obits)
         routed = self.route(sel.payload)
         first_drop = Signal()
@@ -101,12 +104,15 @@ class PacketDemux(wiring.Component):
 
         cur_dest = Signal(obits)
         cur_drop = Signal()
-        go = Signal()               # the input may move a beat this clock (given valid)
+        go = Signal()  # the input may move a beat this clock (given valid)
         with m.If(in_pkt):
             m.d.comb += [cur_dest.eq(dest), cur_drop.eq(drop), go.eq(drop | free)]
         with m.Else():
-            m.d.comb += [cur_dest.eq(first_dest), cur_drop.eq(first_drop),
-                         go.eq(sel.valid & (first_drop | free))]
+            m.d.comb += [
+                cur_dest.eq(first_dest),
+                cur_drop.eq(first_drop),
+                go.eq(sel.valid & (first_drop | free)),
+            ]
         m.d.comb += [s.ready.eq(go), sel.ready.eq(~in_pkt & go & s.valid)]
         take = Signal()
         m.d.comb += take.eq(s.valid & go)
@@ -124,10 +130,12 @@ class PacketDemux(wiring.Component):
 
 EXPORTS = [
     BlockSpec(
-        name="packet_demux", module="gse_packet_demux", factory=PacketDemux,
+        name="packet_demux",
+        module="gse_packet_demux",
+        factory=PacketDemux,
         params={"outputs": 3, "data_width": 64, "user_width": 1},
         description="one AXI4-Stream input to N outputs, whole packets, by a select "
-                    "(s_sel_index) consumed with each packet's first beat; selects with "
-                    "no output drop the packet, counted",
+        "(s_sel_index) consumed with each packet's first beat; selects with "
+        "no output drop the packet, counted",
     ),
 ]

@@ -1,4 +1,5 @@
 """PacketMux: N AXI4-Stream packet inputs onto one output, whole packets at a time."""
+
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -8,8 +9,8 @@ from .stream import AXIStreamSignature, check_data_width
 
 __all__ = ["PacketMux", "PRIORITY", "ROUND_ROBIN", "EXPORTS"]
 
-PRIORITY = 0        #: strict priority: the lowest-numbered input with a packet wins
-ROUND_ROBIN = 1     #: round-robin: the first input with a packet after the last winner
+PRIORITY = 0  #: strict priority: the lowest-numbered input with a packet wins
+ROUND_ROBIN = 1  #: round-robin: the first input with a packet after the last winner
 
 
 class PacketMux(wiring.Component):
@@ -58,11 +59,13 @@ class PacketMux(wiring.Component):
         self.inputs, self.policy = inputs, policy
         self.data_width = check_data_width(data_width)
         sig = AXIStreamSignature(data_width, user_width)
-        super().__init__({
-            "s_axis": In(sig).array(inputs),
-            "m_axis": Out(sig),
-            "stat_packets": Out(32).array(inputs),
-        })
+        super().__init__(
+            {
+                "s_axis": In(sig).array(inputs),
+                "m_axis": Out(sig),
+                "stat_packets": Out(32).array(inputs),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -71,11 +74,11 @@ class PacketMux(wiring.Component):
         o = self.m_axis
         valids = Cat(s.valid for s in self.s_axis)
 
-        in_pkt = Signal()           # inside a packet: follow `sel`
+        in_pkt = Signal()  # inside a packet: follow `sel`
         # the input being forwarded (between packets: the last winner; after reset N-1,
         # so that round-robin starts at input 0)
         sel = Signal(sbits, init=n - 1)
-        pick = Signal(sbits)        # the winner if a packet starts now
+        pick = Signal(sbits)  # the winner if a packet starts now
         pick_ok = Signal()
         m.d.comb += pick_ok.eq(valids.any())
         if self.policy == PRIORITY:
@@ -94,9 +97,9 @@ class PacketMux(wiring.Component):
 
         cur = Signal(sbits)
         m.d.comb += cur.eq(Mux(in_pkt, sel, pick))
-        free = Signal()             # the output register can take a beat
+        free = Signal()  # the output register can take a beat
         m.d.comb += free.eq(~o.valid | o.ready)
-        active = Signal()           # a source is being (or about to be) forwarded
+        active = Signal()  # a source is being (or about to be) forwarded
         m.d.comb += active.eq(in_pkt | pick_ok)
 
         for i, s in enumerate(self.s_axis):
@@ -122,9 +125,11 @@ class PacketMux(wiring.Component):
 
 EXPORTS = [
     BlockSpec(
-        name="packet_mux", module="gse_packet_mux", factory=PacketMux,
+        name="packet_mux",
+        module="gse_packet_mux",
+        factory=PacketMux,
         params={"inputs": 2, "data_width": 64, "user_width": 1, "policy": PRIORITY},
         description="N AXI4-Stream inputs to one, whole packets, strict priority (input 0 "
-                    "highest) or round-robin; 1 beat per clock, no bubble between packets",
+        "highest) or round-robin; 1 beat per clock, no bubble between packets",
     ),
 ]

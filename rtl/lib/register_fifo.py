@@ -1,4 +1,5 @@
 """A short FIFO of registers, for a few entries that every output must see at once."""
+
 from amaranth import *
 
 __all__ = ["register_fifo"]

@@ -4,6 +4,7 @@ Placed between two blocks, it registers the forward path (``valid`` and ``payloa
 and the backward path (``ready``) of a ``stream.Signature``, so that neither crosses
 it as logic: the usual cure for a ``tready`` that runs through several blocks.
 """
+
 from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -61,14 +62,14 @@ class SkidBuffer(wiring.Component):
         skid = Signal(self.payload_shape, name="skid")
         m.d.comb += s.ready.eq(~skid_valid)
 
-        with m.If(~o.valid | o.ready):              # the output register moves or is empty
+        with m.If(~o.valid | o.ready):  # the output register moves or is empty
             with m.If(skid_valid):
                 m.d.sync += [o.payload.eq(skid), o.valid.eq(1), skid_valid.eq(0)]
-            with m.Elif(s.valid):                   # (ready is high: the skid is empty)
+            with m.Elif(s.valid):  # (ready is high: the skid is empty)
                 m.d.sync += [o.payload.eq(s.payload), o.valid.eq(1)]
             with m.Else():
                 m.d.sync += o.valid.eq(0)
-        with m.Elif(s.valid & s.ready):             # output held: the beat skids
+        with m.Elif(s.valid & s.ready):  # output held: the beat skids
             m.d.sync += [skid.eq(s.payload), skid_valid.eq(1)]
         return m
 
@@ -80,9 +81,11 @@ def _axis_skid_buffer(data_width=64, user_width=1):
 
 EXPORTS = [
     BlockSpec(
-        name="skid_buffer", module="gse_skid_buffer", factory=_axis_skid_buffer,
+        name="skid_buffer",
+        module="gse_skid_buffer",
+        factory=_axis_skid_buffer,
         params={"data_width": 64, "user_width": 1},
         description="two-entry register slice (registered valid, payload and ready) on an "
-                    "AXI4-Stream; the RTL class takes any stream payload",
+        "AXI4-Stream; the RTL class takes any stream payload",
     ),
 ]

@@ -21,6 +21,7 @@ was high, otherwise it holds). A read of the address written in the same cycle
 returns the old contents (not transparent). Contents are undefined after power-up:
 a block clears what it needs after reset.
 """
+
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
@@ -48,15 +49,21 @@ class SRAM(wiring.Component):
     @property
     def module_name(self):
         """The Verilog module name this memory is exported as."""
-        return (f"gse_sram_{self.n_read}r1w_{self.depth}x{self.width}"
-                + ("_en" if self.read_en else ""))
+        return f"gse_sram_{self.n_read}r1w_{self.depth}x{self.width}" + ("_en" if self.read_en else "")
 
     def describe(self):
         """What an SRAM macro in its place must provide (for the manifest)."""
-        return {"kind": "sram", "depth": self.depth, "width": self.width,
-                "write_ports": 1, "read_ports": self.n_read, "read_latency_cycles": 1,
-                "read_enable": self.read_en, "read_during_write": "old data",
-                "reset": "none (contents undefined after power-up)"}
+        return {
+            "kind": "sram",
+            "depth": self.depth,
+            "width": self.width,
+            "write_ports": 1,
+            "read_ports": self.n_read,
+            "read_latency_cycles": 1,
+            "read_enable": self.read_en,
+            "read_during_write": "old data",
+            "reset": "none (contents undefined after power-up)",
+        }
 
     def read(self, i):
         return getattr(self, f"r{i}_addr"), getattr(self, f"r{i}_data")

@@ -6,6 +6,7 @@ last beat = frame error). Exported Verilog names them ``<port>_tdata``,
 ``<port>_tkeep``, ``<port>_tlast``, ``<port>_tuser``, ``<port>_tvalid`` and
 ``<port>_tready`` (see :mod:`opengse.platforms.export`).
 """
+
 from amaranth.lib import data, stream
 
 __all__ = ["AXIStreamSignature", "axis_beat_layout", "is_axis", "check_data_width"]
@@ -13,8 +14,7 @@ __all__ = ["AXIStreamSignature", "axis_beat_layout", "is_axis", "check_data_widt
 
 def check_data_width(data_width):
     """Validate a datapath width: a power of two from 8 to 512 bits."""
-    if not isinstance(data_width, int) or data_width < 8 or data_width > 512 \
-            or data_width & (data_width - 1):
+    if not isinstance(data_width, int) or data_width < 8 or data_width > 512 or data_width & (data_width - 1):
         raise ValueError(f"data_width must be a power of two from 8 to 512, not {data_width!r}")
     return data_width
 
@@ -22,12 +22,14 @@ def check_data_width(data_width):
 def axis_beat_layout(data_width, user_width=1):
     """Struct layout of one AXI4-Stream beat."""
     check_data_width(data_width)
-    return data.StructLayout({
-        "data": data_width,
-        "keep": data_width // 8,
-        "last": 1,
-        "user": user_width,
-    })
+    return data.StructLayout(
+        {
+            "data": data_width,
+            "keep": data_width // 8,
+            "last": 1,
+            "user": user_width,
+        }
+    )
 
 
 def AXIStreamSignature(data_width, user_width=1):
@@ -40,5 +42,9 @@ def is_axis(signature):
     if not isinstance(signature, stream.Signature):
         return False
     shape = signature.members["payload"].shape
-    return isinstance(shape, data.StructLayout) and \
-        sorted(name for name, _ in shape) == ["data", "keep", "last", "user"]
+    return isinstance(shape, data.StructLayout) and sorted(name for name, _ in shape) == [
+        "data",
+        "keep",
+        "last",
+        "user",
+    ]

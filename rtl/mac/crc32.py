@@ -10,6 +10,7 @@ significant byte first. Over a frame *with* its FCS the register ends at the con
 (each output bit the XOR of the register and data bits it depends on), worked out in
 Python from the bit-serial definition; it has no state of its own.
 """
+
 from amaranth.hdl import Cat, Const, Value
 
 __all__ = ["CRC32_INIT", "CRC32_RESIDUE", "crc32_next", "crc32_byte_model"]

@@ -19,6 +19,7 @@ same clock; the output multiplexer uses the clock as its select (a clock-forward
 pattern that is fine in simulation and out-of-context timing, and is replaced by the
 ``ODDRX1F`` on a board).
 """
+
 from amaranth.hdl import ClockDomain, ClockSignal, Module, Mux, Signal
 from amaranth.lib import data, io, wiring
 from amaranth.lib.wiring import In, Out
@@ -41,8 +42,7 @@ class DDRInputModel(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fall = f"{self._domain}_fall"
-        m.domains += (cd_fall := ClockDomain(fall, clk_edge="neg", local=True,
-                                                 reset_less=True))
+        m.domains += (cd_fall := ClockDomain(fall, clk_edge="neg", local=True, reset_less=True))
         m.d.comb += cd_fall.clk.eq(ClockSignal(self._domain))
         rise_q = Signal(self._width)
         fall_q = Signal(self._width)
@@ -67,8 +67,7 @@ class DDROutputModel(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fall = f"{self._domain}_fall"
-        m.domains += (cd_fall := ClockDomain(fall, clk_edge="neg", local=True,
-                                                 reset_less=True))
+        m.domains += (cd_fall := ClockDomain(fall, clk_edge="neg", local=True, reset_less=True))
         m.d.comb += cd_fall.clk.eq(ClockSignal(self._domain))
         rise_q = Signal(self._width)
         high_q = Signal(self._width)

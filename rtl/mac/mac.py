@@ -23,7 +23,8 @@ buffer drops such a frame whole) and ``s_axis`` (frames to send; padding and FCS
 added; ``tuser`` on the last beat sends the frame with an inverted FCS).
 
 Counters (32 bit, wrapping, in ``sync``; each received frame counts under exactly one
-``stat_rx_*`` reason, see :class:`~.frame_beats.RxStatus`): ``stat_rx_good``, ``stat_rx_error`` (rx_ctl error),
+``stat_rx_*`` reason, see :class:`~.frame_beats.RxStatus`): ``stat_rx_good``,
+``stat_rx_error`` (rx_ctl error),
 ``stat_rx_runt``, ``stat_rx_bad_fcs``, ``stat_rx_overrun`` (frames cut short or dropped
 whole because the receive FIFO was full), ``stat_rx_no_sfd`` (a carrier without SFD:
 nothing delivered); ``stat_tx_frames`` (frames sent), ``stat_tx_bad`` (of those, sent
@@ -39,6 +40,7 @@ double-data-rate registers with the RGMII pins as ports (``rgmii_rxd``,
 ``io.DDRBuffer`` (IDDRX1F/ODDRX1F on ECP5); it must then clock ``rx`` from the
 resource's ``rx_clk`` pin. See :mod:`.ddr_io` and ``docs/mac.md``.
 """
+
 from amaranth.hdl import ClockDomain, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.cdc import PulseSynchronizer
@@ -59,9 +61,13 @@ __all__ = ["RGMIIMac", "RX_COUNTERS", "TX_COUNTERS", "EXPORTS"]
 
 RX_COUNTERS = ("rx_good", "rx_error", "rx_runt", "rx_bad_fcs", "rx_overrun", "rx_no_sfd")
 TX_COUNTERS = ("tx_frames", "tx_bad", "tx_underrun")
-_STATUS_COUNTER = {RxStatus.OK: "rx_good", RxStatus.RX_ERROR: "rx_error",
-                   RxStatus.RUNT: "rx_runt", RxStatus.BAD_FCS: "rx_bad_fcs",
-                   RxStatus.OVERRUN: "rx_overrun"}
+_STATUS_COUNTER = {
+    RxStatus.OK: "rx_good",
+    RxStatus.RX_ERROR: "rx_error",
+    RxStatus.RUNT: "rx_runt",
+    RxStatus.BAD_FCS: "rx_bad_fcs",
+    RxStatus.OVERRUN: "rx_overrun",
+}
 
 
 def _power_of_two(name, value, low, high):
@@ -78,8 +84,7 @@ class RGMIIMac(wiring.Component):
     #: Clock domains besides ``sync``, for the export manifest.
     clock_domains = ("rx", "tx")
 
-    def __init__(self, data_width=64, rx_fifo_bytes=4096, tx_fifo_bytes=4096, txc_shift=0,
-                 pins=None):
+    def __init__(self, data_width=64, rx_fifo_bytes=4096, tx_fifo_bytes=4096, txc_shift=0, pins=None):
         _power_of_two("data_width", data_width, 8, 64)
         _power_of_two("rx_fifo_bytes", rx_fifo_bytes, 2 * data_width // 8 * 8, 1 << 20)
         _power_of_two("tx_fifo_bytes", tx_fifo_bytes, 2 * data_width // 8 * 8, 1 << 20)
@@ -91,11 +96,20 @@ class RGMIIMac(wiring.Component):
         self.tx_tokens = max(16, 1 << (tx_fifo_bytes // 64 - 1).bit_length())
         self.txc_shift = txc_shift
         self._pins = pins
-        members = {"s_axis": In(AXIStreamSignature(data_width)),
-                   "m_axis": Out(AXIStreamSignature(data_width))}
+        members = {
+            "s_axis": In(AXIStreamSignature(data_width)),
+            "m_axis": Out(AXIStreamSignature(data_width)),
+        }
         if pins is None:
-            members.update({"rgmii_rxd": In(4), "rgmii_rx_ctl": In(1),
-                            "rgmii_txd": Out(4), "rgmii_tx_ctl": Out(1), "rgmii_txc": Out(1)})
+            members.update(
+                {
+                    "rgmii_rxd": In(4),
+                    "rgmii_rx_ctl": In(1),
+                    "rgmii_txd": Out(4),
+                    "rgmii_tx_ctl": Out(1),
+                    "rgmii_txc": Out(1),
+                }
+            )
         if txc_shift:
             members["tx90_clk"] = In(1)
             self.clock_domains = ("rx", "tx", "tx90")
@@ -119,32 +133,38 @@ class RGMIIMac(wiring.Component):
         m.submodules.rx_crossing = rx_cdc = RxFrameCrossing(w, self.rx_words, "rx", "sync")
         m.submodules.no_sfd_sync = no_sfd = PulseSynchronizer("rx", "sync")
         if self._pins is None:
-            m.d.comb += [rgmii_rx.rgmii_rxd.eq(self.rgmii_rxd),
-                         rgmii_rx.rgmii_rx_ctl.eq(self.rgmii_rx_ctl)]
+            m.d.comb += [rgmii_rx.rgmii_rxd.eq(self.rgmii_rxd), rgmii_rx.rgmii_rx_ctl.eq(self.rgmii_rx_ctl)]
         m.d.comb += [
-            framer.rx_dv.eq(rgmii_rx.rx_dv), framer.rx_er.eq(rgmii_rx.rx_er),
+            framer.rx_dv.eq(rgmii_rx.rx_dv),
+            framer.rx_er.eq(rgmii_rx.rx_er),
             framer.rxd.eq(rgmii_rx.rxd),
-            packer.i_valid.eq(framer.valid), packer.i.eq(framer.beat),
-            rx_cdc.i_valid.eq(packer.o_valid), rx_cdc.i.eq(packer.o),
+            packer.i_valid.eq(framer.valid),
+            packer.i.eq(framer.beat),
+            rx_cdc.i_valid.eq(packer.o_valid),
+            rx_cdc.i.eq(packer.o),
             no_sfd.i.eq(framer.no_sfd),
         ]
         connect(m, rx_cdc.m_axis, wiring.flipped(self.m_axis))
 
         # Transmit: sync domain into the crossing, tx domain after it.
-        m.submodules.tx_crossing = tx_cdc = TxFrameCrossing(w, self.tx_words, self.tx_tokens,
-                                                            "sync", "tx")
+        m.submodules.tx_crossing = tx_cdc = TxFrameCrossing(w, self.tx_words, self.tx_tokens, "sync", "tx")
         m.submodules.tx_unpacker = unpacker = ByteUnpacker(w, 1, "tx")
         m.submodules.tx_framer = tx_framer = TxFramer("tx")
         m.submodules.rgmii_tx = rgmii_tx = RGMIIOutput(self._pins, "tx", txc_domain)
         connect(m, wiring.flipped(self.s_axis), tx_cdc.s_axis)
         connect(m, tx_cdc.o, unpacker.i)
         connect(m, unpacker.o, tx_framer.i)
-        m.d.comb += [rgmii_tx.tx_en.eq(tx_framer.tx_en), rgmii_tx.tx_er.eq(tx_framer.tx_er),
-                     rgmii_tx.txd.eq(tx_framer.txd)]
+        m.d.comb += [
+            rgmii_tx.tx_en.eq(tx_framer.tx_en),
+            rgmii_tx.tx_er.eq(tx_framer.tx_er),
+            rgmii_tx.txd.eq(tx_framer.txd),
+        ]
         if self._pins is None:
-            m.d.comb += [self.rgmii_txd.eq(rgmii_tx.rgmii_txd),
-                         self.rgmii_tx_ctl.eq(rgmii_tx.rgmii_tx_ctl),
-                         self.rgmii_txc.eq(rgmii_tx.rgmii_txc)]
+            m.d.comb += [
+                self.rgmii_txd.eq(rgmii_tx.rgmii_txd),
+                self.rgmii_tx_ctl.eq(rgmii_tx.rgmii_tx_ctl),
+                self.rgmii_txc.eq(rgmii_tx.rgmii_txc),
+            ]
 
         self._counters(m, rx_cdc, no_sfd.o, tx_framer)
         return m
@@ -173,10 +193,9 @@ EXPORTS = [
         name="rgmii_mac",
         module="gse_rgmii_mac",
         factory=lambda **p: RGMIIMac(**p),
-        params={"data_width": 64, "rx_fifo_bytes": 4096, "tx_fifo_bytes": 4096,
-                "txc_shift": 0},
+        params={"data_width": 64, "rx_fifo_bytes": 4096, "tx_fifo_bytes": 4096, "txc_shift": 0},
         description="RGMII 1 Gb/s Ethernet MAC (behavioural DDR I/O): AXI-Stream frames "
-                    "without FCS; preamble, CRC-32, padding, IFG; async FIFO crossings",
+        "without FCS; preamble, CRC-32, padding, IFG; async FIFO crossings",
         aliases=("mac",),
     ),
 ]

@@ -18,6 +18,7 @@ out); given an ``eth_rgmii`` resource requested with ``dir="-"`` they are
 ``io.DDRBuffer`` on its ``rx_data``/``rx_ctl`` or ``tx_data``/``tx_ctl``/``tx_clk``.
 See :mod:`opengse.rtl.mac.ddr_io`.
 """
+
 from amaranth.hdl import Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -41,11 +42,9 @@ class RGMIIInput(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         pins = self._pins
-        rxd, rxd_pin = ddr_input(4 if pins is None else pins.rx_data,
-                                                        self._domain)
+        rxd, rxd_pin = ddr_input(4 if pins is None else pins.rx_data, self._domain)
         m.submodules.rxd_ddr = rxd
-        ctl, ctl_pin = ddr_input(1 if pins is None else pins.rx_ctl,
-                                                        self._domain)
+        ctl, ctl_pin = ddr_input(1 if pins is None else pins.rx_ctl, self._domain)
         m.submodules.ctl_ddr = ctl
         if pins is None:
             m.d.comb += [rxd_pin.eq(self.rgmii_rxd), ctl_pin.eq(self.rgmii_rx_ctl)]
@@ -72,18 +71,18 @@ class RGMIIOutput(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         pins = self._pins
-        txd, txd_pin = ddr_output(
-            4 if pins is None else pins.tx_data, self._domain)
+        txd, txd_pin = ddr_output(4 if pins is None else pins.tx_data, self._domain)
         m.submodules.txd_ddr = txd
-        ctl, ctl_pin = ddr_output(
-            1 if pins is None else pins.tx_ctl, self._domain)
+        ctl, ctl_pin = ddr_output(1 if pins is None else pins.tx_ctl, self._domain)
         m.submodules.ctl_ddr = ctl
-        txc, txc_pin = ddr_output(
-            1 if pins is None else pins.tx_clk, self._txc_domain)
+        txc, txc_pin = ddr_output(1 if pins is None else pins.tx_clk, self._txc_domain)
         m.submodules.txc_ddr = txc
         if pins is None:
-            m.d.comb += [self.rgmii_txd.eq(txd_pin), self.rgmii_tx_ctl.eq(ctl_pin),
-                         self.rgmii_txc.eq(txc_pin)]
+            m.d.comb += [
+                self.rgmii_txd.eq(txd_pin),
+                self.rgmii_tx_ctl.eq(ctl_pin),
+                self.rgmii_txc.eq(txc_pin),
+            ]
         m.d.comb += [
             txd.o[0].eq(self.txd[:4]),
             txd.o[1].eq(self.txd[4:]),

@@ -24,6 +24,7 @@ beat's :class:`~.frame_beats.RxStatus` (meaningful on a last beat), for the coun
 Reset: ``rx_rst`` empties the FIFO (AsyncFIFO resets from its write domain); ``rst``
 resets the read-side state only.
 """
+
 from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.cdc import PulseSynchronizer
@@ -43,25 +44,29 @@ class RxFrameCrossing(wiring.Component):
         self._depth = depth
         self._w = w_domain
         self._r = r_domain
-        super().__init__({
-            "i_valid": In(1), "i": In(word_layout(data_width, STATUS_WIDTH)),
-            "m_axis": Out(AXIStreamSignature(data_width)),
-            "status": Out(STATUS_WIDTH),
-            "dropped": Out(1),
-        })
+        super().__init__(
+            {
+                "i_valid": In(1),
+                "i": In(word_layout(data_width, STATUS_WIDTH)),
+                "m_axis": Out(AXIStreamSignature(data_width)),
+                "status": Out(STATUS_WIDTH),
+                "dropped": Out(1),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
         layout = word_layout(self._width, STATUS_WIDTH)
-        m.submodules.fifo = fifo = AsyncFIFO(width=layout.size, depth=self._depth,
-                                             r_domain=self._r, w_domain=self._w)
+        m.submodules.fifo = fifo = AsyncFIFO(
+            width=layout.size, depth=self._depth, r_domain=self._r, w_domain=self._w
+        )
         m.submodules.dropped_sync = dropped = PulseSynchronizer(self._w, self._r)
         wd = m.d[self._w]
 
-        in_frame = Signal()     # the input is inside a frame (its first word went by)
-        writing = Signal()      # ... and that frame is being written
-        discard = Signal()      # ... and that frame is dropped whole
-        owe_end = Signal()      # an overrun frame still needs its terminating word
+        in_frame = Signal()  # the input is inside a frame (its first word went by)
+        writing = Signal()  # ... and that frame is being written
+        discard = Signal()  # ... and that frame is dropped whole
+        owe_end = Signal()  # an overrun frame still needs its terminating word
         terminator = Signal(layout)
         m.d.comb += [terminator.last.eq(1), terminator.user.eq(RxStatus.OVERRUN)]
 

@@ -21,6 +21,7 @@ and counted downstream.
 
 Timing: a byte leaves 5 clocks after it entered (the delay line) plus one register.
 """
+
 from amaranth.hdl import Array, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -52,12 +53,12 @@ class RxFramer(wiring.Component):
         m = Module()
         d = m.d[self._domain]
 
-        in_frame = Signal()        # SFD seen, carrier still on
-        carrier = Signal()         # rx_dv was high since the last frame or idle
-        error = Signal()           # rx_er seen during this carrier
+        in_frame = Signal()  # SFD seen, carrier still on
+        carrier = Signal()  # rx_dv was high since the last frame or idle
+        error = Signal()  # rx_er seen during this carrier
         crc = Signal(32, init=CRC32_INIT)
-        fill = Signal(range(_DELAY + 1))        # bytes in the delay line
-        length = Signal(range(MIN_FRAME + 1))   # bytes since the SFD, saturating at 64
+        fill = Signal(range(_DELAY + 1))  # bytes in the delay line
+        length = Signal(range(MIN_FRAME + 1))  # bytes since the SFD, saturating at 64
         line = Array(Signal(8, name=f"line{i}") for i in range(_DELAY))
 
         d += [self.valid.eq(0), self.no_sfd.eq(0)]
@@ -72,8 +73,12 @@ class RxFramer(wiring.Component):
                 for i in range(1, _DELAY):
                     d += line[i].eq(line[i - 1])
                 with m.If(fill == _DELAY):
-                    d += [self.valid.eq(1), self.beat.data.eq(line[_DELAY - 1]),
-                          self.beat.last.eq(0), self.beat.user.eq(RxStatus.OK)]
+                    d += [
+                        self.valid.eq(1),
+                        self.beat.data.eq(line[_DELAY - 1]),
+                        self.beat.last.eq(0),
+                        self.beat.user.eq(RxStatus.OK),
+                    ]
                 with m.Else():
                     d += fill.eq(fill + 1)
                 with m.If(length != MIN_FRAME):

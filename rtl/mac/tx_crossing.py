@@ -11,7 +11,8 @@ data FIFO has room (and, for a last beat, the token FIFO had room for four token
 few clocks before: that flag is registered to keep the FIFO's level logic off the
 ``tready`` path). Its byte count is the
 number of set ``tkeep`` bits, taken from byte 0 up (``tkeep`` is contiguous from bit 0
-on a packed stream; a beat with ``tkeep`` 0 counts as one byte). ``tuser`` bit 0 of the last beat travels with it.
+on a packed stream; a beat with ``tkeep`` 0 counts as one byte). ``tuser`` bit 0 of the last
+beat travels with it.
 
 Read side (``tx``): ``o`` (stream of word beats, ``user`` = the ``tuser`` bit). The
 first word of a frame is offered only when that frame's token has arrived, or when the
@@ -24,6 +25,7 @@ offers nothing for at least one clock until the next token is seen.
 Reset: ``rst`` empties both FIFOs (AsyncFIFO resets from its write domain), ``tx_rst``
 the read-side state.
 """
+
 from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import AsyncFIFO
@@ -43,18 +45,22 @@ class TxFrameCrossing(wiring.Component):
         self._token_depth = token_depth
         self._w = w_domain
         self._r = r_domain
-        super().__init__({
-            "s_axis": In(AXIStreamSignature(data_width)),
-            "o": Out(stream.Signature(word_layout(data_width, 1))),
-        })
+        super().__init__(
+            {
+                "s_axis": In(AXIStreamSignature(data_width)),
+                "o": Out(stream.Signature(word_layout(data_width, 1))),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
         layout = word_layout(self._width, 1)
-        m.submodules.fifo = fifo = AsyncFIFO(width=layout.size, depth=self._depth,
-                                             r_domain=self._r, w_domain=self._w)
-        m.submodules.tokens = tokens = AsyncFIFO(width=1, depth=self._token_depth,
-                                                 r_domain=self._r, w_domain=self._w)
+        m.submodules.fifo = fifo = AsyncFIFO(
+            width=layout.size, depth=self._depth, r_domain=self._r, w_domain=self._w
+        )
+        m.submodules.tokens = tokens = AsyncFIFO(
+            width=1, depth=self._token_depth, r_domain=self._r, w_domain=self._w
+        )
         n = self._width // 8
         beat = self.s_axis.payload
 
@@ -63,11 +69,13 @@ class TxFrameCrossing(wiring.Component):
         count = Signal(range(n))
         ones = Signal(range(n + 1))
         m.d.comb += ones.eq(sum(beat.keep[k] for k in range(n)))
-        with m.If(ones != 0):           # bytes = set tkeep bits, at least one
+        with m.If(ones != 0):  # bytes = set tkeep bits, at least one
             m.d.comb += count.eq(ones - 1)
         m.d.comb += [
-            word_in.data.eq(beat.data), word_in.count.eq(count),
-            word_in.last.eq(beat.last), word_in.user.eq(beat.user[0] & beat.last),
+            word_in.data.eq(beat.data),
+            word_in.count.eq(count),
+            word_in.last.eq(beat.last),
+            word_in.user.eq(beat.user[0] & beat.last),
             self.s_axis.ready.eq(fifo.w_rdy & (token_room | ~beat.last)),
             fifo.w_data.eq(word_in.as_value()),
             # the FIFOs ignore w_en while full: no w_rdy in their own w_en
@@ -81,8 +89,8 @@ class TxFrameCrossing(wiring.Component):
         m.d[self._w] += token_room.eq(tokens.w_level <= tokens.depth - 4)
 
         rd = m.d[self._r]
-        start = Signal(init=1)      # the next word read is a frame's first
-        owe_token = Signal()        # a frame went out; its token is not consumed yet
+        start = Signal(init=1)  # the next word read is a frame's first
+        owe_token = Signal()  # a frame went out; its token is not consumed yet
         word_out = Signal(layout)
         full = Signal()
         m.d.comb += word_out.eq(fifo.r_data)

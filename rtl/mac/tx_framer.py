@@ -16,6 +16,7 @@ before the next preamble. Back to back, a frame of ``n`` >= 60 bytes occupies ex
 ``8 + n + 4 + 12`` clocks: line rate. ``i.ready`` is high only while frame bytes are
 being sent (and while an underrun frame is discarded).
 """
+
 from amaranth.hdl import Const, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -53,8 +54,14 @@ class TxFramer(wiring.Component):
         fcs = Signal(32)
         poison = Signal()
 
-        d += [self.tx_en.eq(0), self.tx_er.eq(0), self.txd.eq(0),
-              self.sent.eq(0), self.bad.eq(0), self.underrun.eq(0)]
+        d += [
+            self.tx_en.eq(0),
+            self.tx_er.eq(0),
+            self.txd.eq(0),
+            self.sent.eq(0),
+            self.bad.eq(0),
+            self.underrun.eq(0),
+        ]
 
         def emit(byte, er=0):
             m.d[self._domain] += [self.tx_en.eq(1), self.tx_er.eq(er), self.txd.eq(byte)]

@@ -13,6 +13,7 @@
 With ``data_width=8`` both are one register stage (the packer) or a pass-through
 holding register (the unpacker).
 """
+
 from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -28,10 +29,14 @@ class BytePacker(wiring.Component):
     def __init__(self, data_width, user_width, domain="rx"):
         self._width = data_width
         self._domain = domain
-        super().__init__({
-            "i_valid": In(1), "i": In(byte_layout(user_width)),
-            "o_valid": Out(1), "o": Out(word_layout(data_width, user_width)),
-        })
+        super().__init__(
+            {
+                "i_valid": In(1),
+                "i": In(byte_layout(user_width)),
+                "o_valid": Out(1),
+                "o": Out(word_layout(data_width, user_width)),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -45,11 +50,17 @@ class BytePacker(wiring.Component):
             m.d.comb += word.eq(acc)
             for k in range(n):
                 with m.If(index == k):
-                    m.d.comb += word[8 * k:8 * (k + 1)].eq(self.i.data)
+                    m.d.comb += word[8 * k : 8 * (k + 1)].eq(self.i.data)
             with m.If(self.i.last | (index == n - 1)):
-                d += [self.o_valid.eq(1), self.o.data.eq(word), self.o.count.eq(index),
-                      self.o.last.eq(self.i.last), self.o.user.eq(self.i.user),
-                      acc.eq(0), index.eq(0)]
+                d += [
+                    self.o_valid.eq(1),
+                    self.o.data.eq(word),
+                    self.o.count.eq(index),
+                    self.o.last.eq(self.i.last),
+                    self.o.user.eq(self.i.user),
+                    acc.eq(0),
+                    index.eq(0),
+                ]
             with m.Else():
                 d += [acc.eq(word), index.eq(index + 1)]
         return m
@@ -61,10 +72,12 @@ class ByteUnpacker(wiring.Component):
     def __init__(self, data_width, user_width, domain="tx"):
         self._width = data_width
         self._domain = domain
-        super().__init__({
-            "i": In(stream.Signature(word_layout(data_width, user_width))),
-            "o": Out(stream.Signature(byte_layout(user_width))),
-        })
+        super().__init__(
+            {
+                "i": In(stream.Signature(word_layout(data_width, user_width))),
+                "o": Out(stream.Signature(byte_layout(user_width))),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -78,7 +91,7 @@ class ByteUnpacker(wiring.Component):
         byte = Signal(8)
         for k in range(n):
             with m.If(index == k):
-                m.d.comb += byte.eq(word.data[8 * k:8 * (k + 1)])
+                m.d.comb += byte.eq(word.data[8 * k : 8 * (k + 1)])
         m.d.comb += [
             self.o.valid.eq(held),
             self.o.payload.data.eq(byte),

@@ -32,6 +32,7 @@ Interface
 Parameters: ``data_width`` (64), ``links`` L (1..16), ``interval`` (clocks, >= 16),
 ``miss_limit`` K (>= 1), ``rejoin`` M (>= 1).
 """
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -54,17 +55,19 @@ class LinkMonitor(wiring.Component):
             raise ValueError("interval >= 16, miss_limit >= 1, rejoin >= 1")
         self.data_width, self.links = data_width, links
         self.interval, self.miss_limit, self.rejoin = interval, miss_limit, rejoin
-        super().__init__({
-            "m_probe": Out(AXIStreamSignature(data_width)).array(links),
-            "probe_rx": In(links),
-            "link_up": In(links),
-            "src_node": In(16),
-            "healthy": Out(links),
-            "stat_probes_sent": Out(32).array(links),
-            "stat_probes_rcvd": Out(32).array(links),
-            "stat_probes_missed": Out(32).array(links),
-            "stat_down_events": Out(32).array(links),
-        })
+        super().__init__(
+            {
+                "m_probe": Out(AXIStreamSignature(data_width)).array(links),
+                "probe_rx": In(links),
+                "link_up": In(links),
+                "src_node": In(16),
+                "healthy": Out(links),
+                "stat_probes_sent": Out(32).array(links),
+                "stat_probes_rcvd": Out(32).array(links),
+                "stat_probes_missed": Out(32).array(links),
+                "stat_down_events": Out(32).array(links),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -83,40 +86,52 @@ class LinkMonitor(wiring.Component):
         for i in range(L):
             # ---- transmit ------------------------------------------------------------
             p = self.m_probe[i]
-            pend = Signal(name=f"pend{i}")        # a probe is due
-            busy = Signal(name=f"busy{i}")        # a probe is being sent
+            pend = Signal(name=f"pend{i}")  # a probe is due
+            busy = Signal(name=f"busy{i}")  # a probe is being sent
             beat = Signal(range(nbeats), name=f"beat{i}")
             pseq = Signal(16, name=f"pseq{i}")
             with m.If(tick):
                 m.d.sync += pend.eq(1)
             with m.If(pend & ~busy):
                 m.d.sync += [busy.eq(1), pend.eq(0), beat.eq(0)]
-            frame = (list(PROBE_DA) + [0x02, 0x00, 0x00, 0x00, self.src_node[8:16], self.src_node[0:8]]
-                     + [(GSE_ETHERTYPE >> 8) & 0xFF, GSE_ETHERTYPE & 0xFF]
-                     + pack_header({"ver": GSE_VERSION, "type": GSEType.PROBE.value,
-                                    "src_node": self.src_node, "port": i, "ttl": 1,
-                                    "seq": pseq}))
+            frame = (
+                list(PROBE_DA)
+                + [0x02, 0x00, 0x00, 0x00, self.src_node[8:16], self.src_node[0:8]]
+                + [(GSE_ETHERTYPE >> 8) & 0xFF, GSE_ETHERTYPE & 0xFF]
+                + pack_header(
+                    {
+                        "ver": GSE_VERSION,
+                        "type": GSEType.PROBE.value,
+                        "src_node": self.src_node,
+                        "port": i,
+                        "ttl": 1,
+                        "seq": pseq,
+                    }
+                )
+            )
             frame += [0] * (nbeats * B - len(frame))
             frame = [Const(b, 8) if isinstance(b, int) else b for b in frame]
-            m.d.comb += [p.valid.eq(busy), p.payload.user.eq(0),
-                         p.payload.last.eq(beat == nbeats - 1)]
+            m.d.comb += [p.valid.eq(busy), p.payload.user.eq(0), p.payload.last.eq(beat == nbeats - 1)]
             with m.Switch(beat):
                 for k in range(nbeats):
                     with m.Case(k):
-                        m.d.comb += p.payload.data.eq(Cat(*frame[k * B:(k + 1) * B]))
+                        m.d.comb += p.payload.data.eq(Cat(*frame[k * B : (k + 1) * B]))
                         nvalid = min(B, CONTROL_FRAME_BYTES - k * B)
                         m.d.comb += p.payload.keep.eq((1 << nvalid) - 1)
             with m.If(p.valid & p.ready):
                 with m.If(beat == nbeats - 1):
-                    m.d.sync += [busy.eq(0), pseq.eq(pseq + 1),
-                                 self.stat_probes_sent[i].eq(self.stat_probes_sent[i] + 1)]
+                    m.d.sync += [
+                        busy.eq(0),
+                        pseq.eq(pseq + 1),
+                        self.stat_probes_sent[i].eq(self.stat_probes_sent[i] + 1),
+                    ]
                     with m.If(tick):
                         m.d.sync += pend.eq(1)
                 with m.Else():
                     m.d.sync += beat.eq(beat + 1)
 
             # ---- receive / health ----------------------------------------------------
-            seen = Signal(name=f"seen{i}")      # a probe arrived in this interval
+            seen = Signal(name=f"seen{i}")  # a probe arrived in this interval
             miss = Signal(cbits, name=f"miss{i}")
             good = Signal(cbits, name=f"good{i}")
             h = self.healthy[i]
@@ -127,15 +142,17 @@ class LinkMonitor(wiring.Component):
                 with m.If(seen | self.probe_rx[i]):
                     m.d.sync += [miss.eq(0), good.eq(Mux(good == self.rejoin, good, good + 1))]
                 with m.Else():
-                    m.d.sync += [good.eq(0), miss.eq(Mux(miss == self.miss_limit, miss, miss + 1)),
-                                 self.stat_probes_missed[i].eq(self.stat_probes_missed[i] + 1)]
+                    m.d.sync += [
+                        good.eq(0),
+                        miss.eq(Mux(miss == self.miss_limit, miss, miss + 1)),
+                        self.stat_probes_missed[i].eq(self.stat_probes_missed[i] + 1),
+                    ]
             with m.Elif(self.probe_rx[i]):
                 m.d.sync += seen.eq(1)
             # health decision from the registered counters
             with m.If(h):
                 with m.If(~link_up[i] | (miss >= self.miss_limit)):
-                    m.d.sync += [h.eq(0),
-                                 self.stat_down_events[i].eq(self.stat_down_events[i] + 1)]
+                    m.d.sync += [h.eq(0), self.stat_down_events[i].eq(self.stat_down_events[i] + 1)]
             with m.Else():
                 with m.If(link_up[i] & (good >= self.rejoin)):
                     m.d.sync += h.eq(1)
@@ -146,9 +163,11 @@ class LinkMonitor(wiring.Component):
 
 EXPORTS = [
     BlockSpec(
-        name="link_monitor", module="gse_link_monitor", factory=LinkMonitor,
+        name="link_monitor",
+        module="gse_link_monitor",
+        factory=LinkMonitor,
         params={"data_width": 64, "links": 4, "interval": 1024, "miss_limit": 3, "rejoin": 2},
         description="Fabric link health: PROBE keep-alives per link, healthy mask after K "
-                    "missed probes or link down, rejoin after M good probes",
+        "missed probes or link down, rejoin after M good probes",
     ),
 ]

@@ -51,7 +51,8 @@ the healthy set and the round-robin pointer / byte loads, so it is up to 2 clock
 (round-robin) or 1 + log2(U) clocks (least-loaded: the argmin tree has a register
 per level) stale; containers are longer than that.
 """
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -63,7 +64,7 @@ from ..lib.stream import AXIStreamSignature, check_data_width
 
 __all__ = ["ContainerSprayer", "SprayMetaLayout", "EXPORTS"]
 
-SprayMetaLayout = spray_descriptor_layout()     # the shared record (rtl/interfaces.py)
+SprayMetaLayout = spray_descriptor_layout()  # the shared record (rtl/interfaces.py)
 
 STAMPED = ("flags", "dst_node", "ttl", "seq", "len", "dgsq")
 FLAGS_OFFSET = [f[1] for f in GSE_FIELDS if f[0] == "flags"][0]
@@ -80,14 +81,16 @@ def _stamp(data, beat, nbytes, fields):
             stamped_bytes.update(range(off, off + n))
     lanes = []
     for lane in range(nbytes):
-        byte = data[8 * lane:8 * lane + 8]
+        byte = data[8 * lane : 8 * lane + 8]
         for k in sorted(stamped_bytes):
             fbyte = ETH_HEADER_BYTES + k
             if fbyte % nbytes == lane:
                 byte = Mux(beat == fbyte // nbytes, wire[k], byte)
         lanes.append(byte)
     return Cat(*lanes)
-LOAD_BITS = 20          # least-loaded byte counters (relative: renormalised)
+
+
+LOAD_BITS = 20  # least-loaded byte counters (relative: renormalised)
 LOAD_NORM = 1 << 18
 
 
@@ -101,17 +104,19 @@ class ContainerSprayer(wiring.Component):
         if policy not in (0, 1):
             raise ValueError("policy: 0 round-robin, 1 least-loaded")
         self.data_width, self.uplinks, self.nodes, self.policy = data_width, uplinks, nodes, policy
-        super().__init__({
-            "s_axis": In(AXIStreamSignature(data_width)),
-            "s_meta": In(stream.Signature(SprayMetaLayout)),
-            "s_ctrl": In(AXIStreamSignature(data_width)),
-            "m_axis": Out(AXIStreamSignature(data_width)).array(uplinks),
-            "healthy": In(uplinks),
-            "stat_containers": Out(32).array(uplinks),
-            "stat_bytes": Out(32).array(uplinks),
-            "stat_ctrl": Out(32),
-            "stat_stall_no_uplink": Out(32),
-        })
+        super().__init__(
+            {
+                "s_axis": In(AXIStreamSignature(data_width)),
+                "s_meta": In(stream.Signature(SprayMetaLayout)),
+                "s_ctrl": In(AXIStreamSignature(data_width)),
+                "m_axis": Out(AXIStreamSignature(data_width)).array(uplinks),
+                "healthy": In(uplinks),
+                "stat_containers": Out(32).array(uplinks),
+                "stat_bytes": Out(32).array(uplinks),
+                "stat_ctrl": Out(32),
+                "stat_stall_no_uplink": Out(32),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -152,8 +157,11 @@ class ContainerSprayer(wiring.Component):
                     else:
                         (ib, lb, hb) = level[j + 1]
                         take_b = hb & (~ha | (lb < la))
-                        m.d.sync += [i_o.eq(Mux(take_b, ib, ia)), l_o.eq(Mux(take_b, lb, la)),
-                                     h_o.eq(ha | hb)]
+                        m.d.sync += [
+                            i_o.eq(Mux(take_b, ib, ia)),
+                            l_o.eq(Mux(take_b, lb, la)),
+                            h_o.eq(ha | hb),
+                        ]
                     nl.append((i_o, l_o, h_o))
                 level = nl
                 depth += 1
@@ -176,14 +184,14 @@ class ContainerSprayer(wiring.Component):
             m.d.sync += clear_addr.eq(clear_addr + 1)
             with m.If(clear_addr == self.nodes - 1):
                 m.d.sync += clearing.eq(0)
-        meta_seen = Signal()        # the table output matches the head descriptor
+        meta_seen = Signal()  # the table output matches the head descriptor
         # ---- packet/container state ----------------------------------------------------------
-        in_pkt = Signal()           # inside a packet (data or control)
-        pkt_ctrl = Signal()         # the packet in progress is a control frame
-        in_cont = Signal()          # inside a container (between its first and last packet)
-        cont_up = Signal(ubits)     # the container's uplink
-        pkt_up = Signal(ubits)      # the current packet's uplink
-        beat = Signal(range((ETH_HEADER_BYTES + 18 + B - 1) // B + 1))   # beat index, saturating
+        in_pkt = Signal()  # inside a packet (data or control)
+        pkt_ctrl = Signal()  # the packet in progress is a control frame
+        in_cont = Signal()  # inside a container (between its first and last packet)
+        cont_up = Signal(ubits)  # the container's uplink
+        pkt_up = Signal(ubits)  # the current packet's uplink
+        beat = Signal(range((ETH_HEADER_BYTES + 18 + B - 1) // B + 1))  # beat index, saturating
         nhdr_beats = (ETH_HEADER_BYTES + 18 + B - 1) // B
         f_first, f_last = Signal(), Signal()
         f_seq, f_len, f_dgsq, f_ttl = Signal(16), Signal(16), Signal(16), Signal(8)
@@ -198,9 +206,13 @@ class ContainerSprayer(wiring.Component):
         o_user = Signal()
         for i in range(U):
             mi = self.m_axis[i]
-            m.d.comb += [mi.valid.eq(o_valid[i]), mi.payload.data.eq(o_data),
-                         mi.payload.keep.eq(o_keep), mi.payload.last.eq(o_last),
-                         mi.payload.user.eq(o_user)]
+            m.d.comb += [
+                mi.valid.eq(o_valid[i]),
+                mi.payload.data.eq(o_data),
+                mi.payload.keep.eq(o_keep),
+                mi.payload.last.eq(o_last),
+                mi.payload.user.eq(o_user),
+            ]
         out_ready = Cat(self.m_axis[i].ready for i in range(U))
         # the output register can take a beat for uplink u
         free = Signal()
@@ -222,8 +234,8 @@ class ContainerSprayer(wiring.Component):
         # output belongs to it (consumption makes the next one the head).
         m.d.sync += meta_seen.eq(meta.valid & ~(meta.ready))
 
-        cont_start = Signal()    # a container starts (on `choice`)
-        take_data = Signal()     # a data beat moves to the output register
+        cont_start = Signal()  # a container starts (on `choice`)
+        take_data = Signal()  # a data beat moves to the output register
         take_ctrl = Signal()
         m.d.comb += [
             take_data.eq(free & s.valid & ((in_pkt & ~pkt_ctrl) | start_data)),
@@ -251,16 +263,30 @@ class ContainerSprayer(wiring.Component):
         cur_dst = Mux(start_data, Mux(new_first, meta.payload.dst_node, c_dst), f_dst)
         cur_ttl = Mux(start_data, Mux(new_first, meta.payload.ttl, c_ttl), f_ttl)
         with m.If(start_data):
-            m.d.sync += [f_first.eq(new_first), f_last.eq(meta.payload.last), f_seq.eq(cur_seq),
-                         f_len.eq(cur_len), f_dgsq.eq(cur_dgsq), f_ttl.eq(cur_ttl),
-                         f_dst.eq(cur_dst)]
+            m.d.sync += [
+                f_first.eq(new_first),
+                f_last.eq(meta.payload.last),
+                f_seq.eq(cur_seq),
+                f_len.eq(cur_len),
+                f_dgsq.eq(cur_dgsq),
+                f_ttl.eq(cur_ttl),
+                f_dst.eq(cur_dst),
+            ]
             with m.If(new_first):
-                m.d.sync += [c_seq.eq(st.r0_data), c_dgsq.eq(meta.payload.dgsq),
-                             c_dst.eq(meta.payload.dst_node),
-                             c_ttl.eq(meta.payload.ttl), cont_up.eq(choice), last_pick.eq(choice),
-                             in_cont.eq(1)]
-                m.d.comb += [st.w_en.eq(1), st.w_addr.eq(meta.payload.dst_node[:nbits]),
-                             st.w_data.eq(st.r0_data + 1)]
+                m.d.sync += [
+                    c_seq.eq(st.r0_data),
+                    c_dgsq.eq(meta.payload.dgsq),
+                    c_dst.eq(meta.payload.dst_node),
+                    c_ttl.eq(meta.payload.ttl),
+                    cont_up.eq(choice),
+                    last_pick.eq(choice),
+                    in_cont.eq(1),
+                ]
+                m.d.comb += [
+                    st.w_en.eq(1),
+                    st.w_addr.eq(meta.payload.dst_node[:nbits]),
+                    st.w_data.eq(st.r0_data + 1),
+                ]
                 m.d.comb += cont_start.eq(1)
 
         # In-place rewrite of the stamped header fields (bytes from pack_header).
@@ -268,11 +294,20 @@ class ContainerSprayer(wiring.Component):
         cur_beat = Mux(start_data | start_ctrl, 0, bcur)
         in_flags = Signal(8)
         fb = ETH_HEADER_BYTES + FLAGS_OFFSET
-        m.d.comb += in_flags.eq(s.payload.data[8 * (fb % B):8 * (fb % B) + 8])
-        out_data = _stamp(s.payload.data, cur_beat, B, {
-            "flags": Cat(cur_first, cur_last, in_flags[2], Const(0, 5)),
-            "dst_node": cur_dst, "ttl": cur_ttl, "seq": cur_seq, "len": cur_len,
-            "dgsq": cur_dgsq})
+        m.d.comb += in_flags.eq(s.payload.data[8 * (fb % B) : 8 * (fb % B) + 8])
+        out_data = _stamp(
+            s.payload.data,
+            cur_beat,
+            B,
+            {
+                "flags": Cat(cur_first, cur_last, in_flags[2], Const(0, 5)),
+                "dst_node": cur_dst,
+                "ttl": cur_ttl,
+                "seq": cur_seq,
+                "len": cur_len,
+                "dgsq": cur_dgsq,
+            },
+        )
         assert GSEFlags.FIRST.value == 1 and GSEFlags.LAST.value == 2 and GSEFlags.CE.value == 4
 
         with m.If(take_data | take_ctrl):
@@ -303,19 +338,25 @@ class ContainerSprayer(wiring.Component):
         m.d.comb += nbytes.eq(sum(keep[k] for k in range(B)))
         acc_v, acc_data, acc_up, acc_n = Signal(), Signal(), Signal(ubits), Signal(range(B + 1))
         acc_cont, acc_cont_up = Signal(), Signal(ubits)
-        m.d.sync += [acc_v.eq(take_data | take_ctrl), acc_data.eq(take_data), acc_up.eq(up_now),
-                     acc_n.eq(nbytes), acc_cont.eq(cont_start), acc_cont_up.eq(choice)]
+        m.d.sync += [
+            acc_v.eq(take_data | take_ctrl),
+            acc_data.eq(take_data),
+            acc_up.eq(up_now),
+            acc_n.eq(nbytes),
+            acc_cont.eq(cont_start),
+            acc_cont_up.eq(choice),
+        ]
         for i in range(U):
             with m.If(acc_v & (acc_up == i)):
                 m.d.sync += self.stat_bytes[i].eq(self.stat_bytes[i] + acc_n)
             with m.If(acc_cont & (acc_cont_up == i)):
                 m.d.sync += self.stat_containers[i].eq(self.stat_containers[i] + 1)
         norm = Signal()
-        m.d.sync += norm.eq(~norm & choice_ok & (min_load >= LOAD_NORM))   # every other clock at most
+        m.d.sync += norm.eq(~norm & choice_ok & (min_load >= LOAD_NORM))  # every other clock at most
         for i in range(U):
             inc = Mux(acc_data & (acc_up == i), acc_n, 0)
             with m.If(healthy[i] & ~healthy_prev[i]):
-                m.d.sync += load[i].eq(min_load)       # a rejoining link starts level
+                m.d.sync += load[i].eq(min_load)  # a rejoining link starts level
             with m.Else():
                 dec = Mux(norm, Mux(load[i] >= LOAD_NORM, LOAD_NORM, load[i]), 0)
                 m.d.sync += load[i].eq(load[i] + inc - dec)
@@ -324,11 +365,13 @@ class ContainerSprayer(wiring.Component):
 
 EXPORTS = [
     BlockSpec(
-        name="sprayer", module="gse_container_sprayer", factory=ContainerSprayer,
+        name="sprayer",
+        module="gse_container_sprayer",
+        factory=ContainerSprayer,
         params={"data_width": 64, "uplinks": 4, "nodes": 16, "policy": 0},
         description="PKTC container sprayer: stamps FIRST/LAST/seq/len/dgsq/ttl and sends each "
-                    "container whole on one healthy uplink (round-robin or least-loaded); "
-                    "control frames with strict priority",
+        "container whole on one healthy uplink (round-robin or least-loaded); "
+        "control frames with strict priority",
         aliases=("pktc",),
     ),
 ]

@@ -27,6 +27,7 @@ Every input moves only in the safe direction while a question is in flight (free
 raise ``free`` by at least what they raise ``deficit``; the own pending commit is
 subtracted explicitly), so a verdict stays valid when it arrives.
 """
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -37,9 +38,18 @@ __all__ = ["VOQAdmission", "cell_query_layout"]
 
 
 def cell_query_layout(g):
-    return data.StructLayout({
-        "tag": g.cnw + 1, "kk": g.cnw, "free": g.cnw, "deficit": g.dw, "occ": g.cnw,
-        "pend": g.cnw, "pend_own": g.cnw, "pend_occ": g.cnw})
+    return data.StructLayout(
+        {
+            "tag": g.cnw + 1,
+            "kk": g.cnw,
+            "free": g.cnw,
+            "deficit": g.dw,
+            "occ": g.cnw,
+            "pend": g.cnw,
+            "pend_own": g.cnw,
+            "pend_occ": g.cnw,
+        }
+    )
 
 
 def _sg(x):
@@ -50,15 +60,21 @@ class VOQAdmission(wiring.Component):
     def __init__(self, geometry):
         g = self.g = geometry
         tag = g.cnw + 1
-        super().__init__({
-            "s_cell": In(stream.Signature(cell_query_layout(g), always_ready=True)),
-            "queue_cells": In(signed(g.cnw + 3)),
-            "queue_cells_valid": In(1),
-            "m_room": Out(stream.Signature(data.StructLayout({"tag": tag, "room": 1}),
-                                           always_ready=True)),
-            "m_verdict": Out(stream.Signature(
-                data.StructLayout({"tag": tag, "admit": 1, "reason": 3}), always_ready=True)),
-        })
+        super().__init__(
+            {
+                "s_cell": In(stream.Signature(cell_query_layout(g), always_ready=True)),
+                "queue_cells": In(signed(g.cnw + 3)),
+                "queue_cells_valid": In(1),
+                "m_room": Out(
+                    stream.Signature(data.StructLayout({"tag": tag, "room": 1}), always_ready=True)
+                ),
+                "m_verdict": Out(
+                    stream.Signature(
+                        data.StructLayout({"tag": tag, "admit": 1, "reason": 3}), always_ready=True
+                    )
+                ),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -73,11 +89,12 @@ class VOQAdmission(wiring.Component):
 
         SW = cnw + g.dw + 4
         s2_v, s2_tag = Signal(), Signal(tag_w)
-        s2_A = Signal(signed(SW))        # free cells beyond the packet's prefix and the sentinel
+        s2_A = Signal(signed(SW))  # free cells beyond the packet's prefix and the sentinel
         s2_o, s2_ok, s2_D = Signal(signed(SW)), Signal(signed(SW)), Signal(signed(SW))
-        s2_pc, s2_ocd = Signal(cnw), Signal(cnw)   # pending commit; its tenant's deficit
+        s2_pc, s2_ocd = Signal(cnw), Signal(cnw)  # pending commit; its tenant's deficit
         m.d.sync += [
-            s2_v.eq(s1_v), s2_tag.eq(s1.tag),
+            s2_v.eq(s1_v),
+            s2_tag.eq(s1.tag),
             s2_A.eq(_sg(s1.free) - _sg(s1.pend) - _sg(s1.kk) - 1),
             s2_o.eq(_sg(s1.occ) + _sg(s1.pend_own)),
             s2_ok.eq(_sg(s1.occ) + _sg(s1.pend_own) + _sg(s1.kk)),
@@ -85,27 +102,40 @@ class VOQAdmission(wiring.Component):
             s2_pc.eq(s1.pend),
             s2_ocd.eq(Mux(s1.pend_occ < R, R - s1.pend_occ, 0)),
         ]
-        m.d.comb += [self.m_room.valid.eq(s2_v), self.m_room.payload.tag.eq(s2_tag),
-                     self.m_room.payload.room.eq(s2_A >= 1)]
+        m.d.comb += [
+            self.m_room.valid.eq(s2_v),
+            self.m_room.payload.tag.eq(s2_tag),
+            self.m_room.payload.room.eq(s2_A >= 1),
+        ]
 
         s3_v, s3_tag = Signal(), Signal(tag_w)
-        s3_A, s3_ok, s3_AD, s3_own = (Signal(signed(SW)), Signal(signed(SW)),
-                                      Signal(signed(SW)), Signal(signed(SW)))
-        s3_cons = Signal(cnw)        # reservation the pending commit consumes (not yet in D)
+        s3_A, s3_ok, s3_AD, s3_own = (
+            Signal(signed(SW)),
+            Signal(signed(SW)),
+            Signal(signed(SW)),
+            Signal(signed(SW)),
+        )
+        s3_cons = Signal(cnw)  # reservation the pending commit consumes (not yet in D)
         m.d.sync += [
-            s3_v.eq(s2_v), s3_tag.eq(s2_tag), s3_A.eq(s2_A), s3_ok.eq(s2_ok),
+            s3_v.eq(s2_v),
+            s3_tag.eq(s2_tag),
+            s3_A.eq(s2_A),
+            s3_ok.eq(s2_ok),
             s3_AD.eq(s2_A - s2_D),
             s3_own.eq(Mux(s2_o < R, R - s2_o, 0)),
             s3_cons.eq(Mux(s2_pc < s2_ocd, s2_pc, s2_ocd)),
         ]
 
         s4_v, s4_tag = Signal(), Signal(tag_w)
-        s4_sf = Signal(signed(SW))        # shared-pool cells left for this cell
+        s4_sf = Signal(signed(SW))  # shared-pool cells left for this cell
         s4_full, s4_res, s4_cap = Signal(), Signal(), Signal()
         m.d.sync += [
-            s4_v.eq(s3_v), s4_tag.eq(s3_tag),
+            s4_v.eq(s3_v),
+            s4_tag.eq(s3_tag),
             s4_sf.eq(s3_AD + s3_own + s3_cons),
-            s4_full.eq(s3_A < 1), s4_res.eq(s3_ok < R), s4_cap.eq(s3_ok >= L),
+            s4_full.eq(s3_A < 1),
+            s4_res.eq(s3_ok < R),
+            s4_cap.eq(s3_ok >= L),
         ]
 
         qk = self.queue_cells
@@ -131,7 +161,10 @@ class VOQAdmission(wiring.Component):
             m.d.sync += [s5_pass.eq(0), s5_reason.eq(R_DT)]
         with m.Else():
             m.d.sync += [s5_pass.eq(1), s5_reason.eq(0)]
-        m.d.comb += [self.m_verdict.valid.eq(s5_v), self.m_verdict.payload.tag.eq(s5_tag),
-                     self.m_verdict.payload.admit.eq(s5_pass),
-                     self.m_verdict.payload.reason.eq(s5_reason)]
+        m.d.comb += [
+            self.m_verdict.valid.eq(s5_v),
+            self.m_verdict.payload.tag.eq(s5_tag),
+            self.m_verdict.payload.admit.eq(s5_pass),
+            self.m_verdict.payload.reason.eq(s5_reason),
+        ]
         return m

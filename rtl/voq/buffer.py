@@ -23,7 +23,8 @@ Interface (exported names):
 * ``s_axis_*`` (AXI-Stream in, ``data_width`` bits) with ``s_meta_valid/ready,
   s_meta_queue, s_meta_tenant, s_meta_bytes`` (:func:`~opengse.rtl.interfaces.queued_packet`):
   the side channel is consumed together with the first beat of each packet; ``bytes``
-  is ignored (the length is counted from the beats). ``tuser[0]`` on the last beat marks a bad frame (dropped whole).
+  is ignored (the length is counted from the beats). ``tuser[0]`` on the last beat marks a
+  bad frame (dropped whole).
   ``tkeep`` is all ones except on the last beat, where the highest set bit gives the
   byte count (a last beat with ``tkeep == 0`` counts as a bad frame).
 * ``s_deq_valid/ready, s_deq_queue, s_deq_credit``
@@ -76,6 +77,7 @@ Timing: 1 beat per clock in and out at the same time for packets of >= 8 beats
 at 64 B); a packet can be released 4-7 cycles after its last beat; a release's first
 beat leaves 12 cycles after its request is accepted (see docs/voq.md).
 """
+
 from amaranth.hdl import Array, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
@@ -92,8 +94,7 @@ from .counter_ram import VOQCounterRAM
 from .emitter import VOQEmitter
 from .enqueue import VOQEnqueue
 from .geometry import VOQGeometry
-from .records import (DROP_REASONS, cell_desc_layout, join_ram_read, join_ram_write,
-                      pkt_layout, qcnt_layout)
+from .records import DROP_REASONS, cell_desc_layout, join_ram_read, join_ram_write, pkt_layout, qcnt_layout
 from .walker import VOQWalker
 
 __all__ = ["VOQBuffer", "EXPORTS", "DROP_REASONS"]
@@ -110,21 +111,43 @@ class VOQBuffer(wiring.Component):
     #: The parts (a subclass may swap one, e.g. a mutated copy in the co-simulation test).
     Accounting, Enqueue, Walker, Emitter = VOQAccounting, VOQEnqueue, VOQWalker, VOQEmitter
 
-    def __init__(self, data_width=64, buffer_bytes=65536, cell_bytes=256, queues=1024,
-                 tenants=16, queue_limit_cells=128, tenant_reserved_cells=8,
-                 tenant_limit_cells=192, alpha_log2=1, credit_width=GSEConfig().credit_bits,
-                 counter_width=32, credit_unit=CREDIT_UNIT_BYTES):
+    def __init__(
+        self,
+        data_width=64,
+        buffer_bytes=65536,
+        cell_bytes=256,
+        queues=1024,
+        tenants=16,
+        queue_limit_cells=128,
+        tenant_reserved_cells=8,
+        tenant_limit_cells=192,
+        alpha_log2=1,
+        credit_width=GSEConfig().credit_bits,
+        counter_width=32,
+        credit_unit=CREDIT_UNIT_BYTES,
+    ):
         g = self.geometry = VOQGeometry(
-            data_width=data_width, buffer_bytes=buffer_bytes, cell_bytes=cell_bytes,
-            queues=queues, tenants=tenants, queue_limit_cells=queue_limit_cells,
-            tenant_reserved_cells=tenant_reserved_cells, tenant_limit_cells=tenant_limit_cells,
-            alpha_log2=alpha_log2, credit_width=credit_width, counter_width=counter_width,
-            credit_unit=credit_unit)
+            data_width=data_width,
+            buffer_bytes=buffer_bytes,
+            cell_bytes=cell_bytes,
+            queues=queues,
+            tenants=tenants,
+            queue_limit_cells=queue_limit_cells,
+            tenant_reserved_cells=tenant_reserved_cells,
+            tenant_limit_cells=tenant_limit_cells,
+            alpha_log2=alpha_log2,
+            credit_width=credit_width,
+            counter_width=counter_width,
+            credit_unit=credit_unit,
+        )
         self.data_width, self.bpb, self.n = g.data_width, g.bpb, g.n
         self.cell_bytes, self.buffer_bytes = g.cell_bytes, g.buffer_bytes
         self.queues, self.tenants = g.queues, g.tenants
         self.credit_width, self.credit_unit, self.counter_width = (
-            g.credit_width, g.credit_unit, g.counter_width)
+            g.credit_width,
+            g.credit_unit,
+            g.counter_width,
+        )
         self.max_credit = g.max_credit
         cnw, lw = g.cnw, g.lw
         members = {
@@ -179,10 +202,10 @@ class VOQBuffer(wiring.Component):
 
         # ---- tables (each its own module in the exported Verilog) ----
         m.submodules.cell_ram = cell_ram = VOQRam(g.data_width, N * g.cb, 1)  # r0 emitter
-        m.submodules.link_ram = link_ram = VOQRam(g.cw, N, 3)     # r0 enq, r1 walker, r2 acct
-        m.submodules.qhead_ram = qhead_ram = VOQRam(g.cw, Q, 2)   # r0 acct, r1 walker
-        m.submodules.qtail_ram = qtail_ram = VOQRam(g.cw, Q, 1)   # r0 acct
-        m.submodules.qcnt_ram = qcnt_ram = VOQRam(qcnt_w, Q, 4)   # acct, walker, enq, query
+        m.submodules.link_ram = link_ram = VOQRam(g.cw, N, 3)  # r0 enq, r1 walker, r2 acct
+        m.submodules.qhead_ram = qhead_ram = VOQRam(g.cw, Q, 2)  # r0 acct, r1 walker
+        m.submodules.qtail_ram = qtail_ram = VOQRam(g.cw, Q, 1)  # r0 acct
+        m.submodules.qcnt_ram = qcnt_ram = VOQRam(qcnt_w, Q, 4)  # acct, walker, enq, query
         m.submodules.pkt_ram = pkt_ram = VOQRam(pkt_layout(g).size, N, 1)  # r0 walker
         m.submodules.queue_drops = qdrop = VOQCounterRAM(Q, g.counter_width)
         m.submodules.tenant_drops = tdrop = VOQCounterRAM(T, g.counter_width)
@@ -193,12 +216,14 @@ class VOQBuffer(wiring.Component):
         m.submodules.walker = walk = self.Walker(g)
         m.submodules.emitter = emit = self.Emitter(g)
         m.submodules.desc_fifo = desc_fifo = SyncFIFOBuffered(
-            width=cell_desc_layout(g).size, depth=DESC_DEPTH)
+            width=cell_desc_layout(g).size, depth=DESC_DEPTH
+        )
         m.submodules.done_fifo = done_fifo = SyncFIFOBuffered(
-            width=interfaces.release_report_layout(g.qw, g.credit_width).size,
-            depth=DESC_DEPTH)
+            width=interfaces.release_report_layout(g.qw, g.credit_width).size, depth=DESC_DEPTH
+        )
         m.submodules.pkt_fifo = pkt_fifo = SyncFIFOBuffered(
-            width=interfaces.emitted_packet_layout(g.qw).size, depth=PKT_DEPTH)
+            width=interfaces.emitted_packet_layout(g.qw).size, depth=PKT_DEPTH
+        )
 
         connect(m, flipped(self.s_axis), enq.s_axis)
         connect(m, flipped(self.s_meta), enq.s_meta)
@@ -216,12 +241,16 @@ class VOQBuffer(wiring.Component):
         connect(m, pkt_fifo.r_stream, flipped(self.m_desc))
         m.d.comb += [
             acct.counters_ready.eq(qdrop.init_done & tdrop.init_done),
-            enq.init_done.eq(acct.init_done), walk.init_done.eq(acct.init_done),
-            enq.free_cells.eq(acct.free_cells), enq.deficit.eq(acct.deficit),
+            enq.init_done.eq(acct.init_done),
+            walk.init_done.eq(acct.init_done),
+            enq.free_cells.eq(acct.free_cells),
+            enq.deficit.eq(acct.deficit),
             enq.occ.eq(acct.occ),
             # drops: one counter event for both tables at once
-            qdrop.inc_valid.eq(enq.m_drop.valid), qdrop.inc_index.eq(enq.m_drop.payload.queue),
-            tdrop.inc_valid.eq(enq.m_drop.valid), tdrop.inc_index.eq(enq.m_drop.payload.tenant),
+            qdrop.inc_valid.eq(enq.m_drop.valid),
+            qdrop.inc_index.eq(enq.m_drop.payload.queue),
+            tdrop.inc_valid.eq(enq.m_drop.valid),
+            tdrop.inc_index.eq(enq.m_drop.payload.tenant),
             enq.m_drop.ready.eq(qdrop.inc_ready & tdrop.inc_ready),
         ]
         join_ram_write(m, cell_ram, enq.cell_w)
@@ -255,27 +284,37 @@ class VOQBuffer(wiring.Component):
         m.d.sync += tq.eq(occ[self.query_tenant])
         m.d.comb += [
             q_addr.eq(self.query_queue),
-            self.query_pkts.eq(q_view.pkts), self.query_bytes.eq(q_view.bytes),
+            self.query_pkts.eq(q_view.pkts),
+            self.query_bytes.eq(q_view.bytes),
             self.query_cells.eq(q_view.cells),
-            qdrop.query_index.eq(self.query_queue), self.query_drops.eq(qdrop.query_data),
-            tdrop.query_index.eq(self.query_tenant), self.query_tenant_drops.eq(tdrop.query_data),
+            qdrop.query_index.eq(self.query_queue),
+            self.query_drops.eq(qdrop.query_data),
+            tdrop.query_index.eq(self.query_tenant),
+            self.query_tenant_drops.eq(tdrop.query_data),
             self.query_tenant_cells.eq(tq),
             self.init_done.eq(acct.init_done),
-            self.stat_free_cells.eq(acct.free_cells), self.stat_queued_cells.eq(acct.queued_cells),
-            self.stat_deq_cells.eq(acct.deq_cells), self.stat_enq_cells.eq(enq.enq_cells),
+            self.stat_free_cells.eq(acct.free_cells),
+            self.stat_queued_cells.eq(acct.queued_cells),
+            self.stat_deq_cells.eq(acct.deq_cells),
+            self.stat_enq_cells.eq(enq.enq_cells),
             self.stat_invariant_err.eq(inv_err),
-            self.stat_enq_pkts.eq(acct.enq_pkts), self.stat_deq_pkts.eq(emit.deq_pkts),
+            self.stat_enq_pkts.eq(acct.enq_pkts),
+            self.stat_deq_pkts.eq(emit.deq_pkts),
         ]
         for i, r in enumerate(DROP_REASONS):
             m.d.comb += getattr(self, f"stat_drop_{r}").eq(enq.drops[i])
 
         # Taps for the formal shadow model.
         m.d.comb += [
-            self.tap_cell_we.eq(enq.tap_cell_we), self.tap_cell_wcell.eq(enq.tap_cell_wcell),
+            self.tap_cell_we.eq(enq.tap_cell_we),
+            self.tap_cell_wcell.eq(enq.tap_cell_wcell),
             self.tap_enq_start.eq(enq.tap_start),
-            self.tap_commit.eq(enq.tap_commit), self.tap_commit_cells.eq(enq.tap_commit_cells),
-            self.tap_rd.eq(emit.tap_rd), self.tap_rd_cell.eq(emit.tap_rd_cell),
-            self.tap_free.eq(emit.tap_free), self.tap_free_cells.eq(emit.tap_free_cells),
+            self.tap_commit.eq(enq.tap_commit),
+            self.tap_commit_cells.eq(enq.tap_commit_cells),
+            self.tap_rd.eq(emit.tap_rd),
+            self.tap_rd_cell.eq(emit.tap_rd_cell),
+            self.tap_free.eq(emit.tap_free),
+            self.tap_free_cells.eq(emit.tap_free_cells),
             self.tap_commit_pend.eq(enq.m_commit.valid),
             self.tap_commit_pend_cells.eq(enq.m_commit.payload.cells),
             self.tap_free_pend.eq(emit.m_free.valid),
@@ -297,15 +336,28 @@ def _keep_modules(**params):
     }
 
 
-EXPORTS = [BlockSpec(
-    name="voq", module="gse_voq_buffer", factory=VOQBuffer,
-    params={"data_width": 64, "buffer_bytes": 65536, "cell_bytes": 256, "queues": 1024,
-            "tenants": 16, "queue_limit_cells": 128, "tenant_reserved_cells": 8,
-            "tenant_limit_cells": 192, "alpha_log2": 1,
+EXPORTS = [
+    BlockSpec(
+        name="voq",
+        module="gse_voq_buffer",
+        factory=VOQBuffer,
+        params={
+            "data_width": 64,
+            "buffer_bytes": 65536,
+            "cell_bytes": 256,
+            "queues": 1024,
+            "tenants": 16,
+            "queue_limit_cells": 128,
+            "tenant_reserved_cells": 8,
+            "tenant_limit_cells": 192,
+            "alpha_log2": 1,
             "credit_width": GSEConfig().credit_bits,
-            "counter_width": 32, "credit_unit": CREDIT_UNIT_BYTES},
-    description="VOQ buffer manager: shared cell buffer, per-queue linked lists, "
-                "admission (queue limit, tenant reservation/limit, dynamic threshold), "
-                "credit-based whole-packet release",
-    keep_modules=_keep_modules,
-)]
+            "counter_width": 32,
+            "credit_unit": CREDIT_UNIT_BYTES,
+        },
+        description="VOQ buffer manager: shared cell buffer, per-queue linked lists, "
+        "admission (queue limit, tenant reservation/limit, dynamic threshold), "
+        "credit-based whole-packet release",
+        keep_modules=_keep_modules,
+    )
+]

@@ -15,6 +15,7 @@ Timing: an increment takes 3 cycles (read, register, write) and the unit takes t
 next one after it, so it absorbs one event every 3 cycles; ``inc_ready`` is low in
 between. Counters saturate at ``2**width - 1``.
 """
+
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -27,11 +28,16 @@ __all__ = ["VOQCounterRAM"]
 class VOQCounterRAM(wiring.Component):
     def __init__(self, depth, width=32):
         self.depth, self.width = depth, width
-        super().__init__({
-            "inc_valid": In(1), "inc_index": In(range(depth)), "inc_ready": Out(1),
-            "query_index": In(range(depth)), "query_data": Out(width),
-            "init_done": Out(1),
-        })
+        super().__init__(
+            {
+                "inc_valid": In(1),
+                "inc_index": In(range(depth)),
+                "inc_ready": Out(1),
+                "query_index": In(range(depth)),
+                "query_data": Out(width),
+                "init_done": Out(1),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -60,7 +66,11 @@ class VOQCounterRAM(wiring.Component):
                 m.d.sync += old.eq(rmw_data)
                 m.next = "WRITE"
             with m.State("WRITE"):
-                m.d.comb += [self.init_done.eq(1), ram.w_en.eq(1), ram.w_addr.eq(idx),
-                             ram.w_data.eq(old + (old != (1 << self.width) - 1))]
+                m.d.comb += [
+                    self.init_done.eq(1),
+                    ram.w_en.eq(1),
+                    ram.w_addr.eq(idx),
+                    ram.w_data.eq(old + (old != (1 << self.width) - 1)),
+                ]
                 m.next = "IDLE"
         return m

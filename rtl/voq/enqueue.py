@@ -11,7 +11,8 @@ Interface:
 
 * ``s_axis`` (AXI-Stream) and ``s_meta`` in (:func:`~opengse.rtl.interfaces.queued_packet`:
   ``queue``, ``tenant``, ``bytes``): the side channel is taken together with the
-  packet's first beat. ``bytes`` is ignored: the length is counted from the beats. ``tuser[0]`` on the last beat, or a
+  packet's first beat. ``bytes`` is ignored: the length is counted from the beats.
+  ``tuser[0]`` on the last beat, or a
   last beat with ``tkeep == 0``, marks a bad frame.
 * ``init_done``, ``free_cells``, ``deficit``, ``occ`` in: the accounting state
   (:class:`~.accounting.VOQAccounting`).
@@ -30,6 +31,7 @@ beats; the first cell's verdict is known 6 cycles after the first beat (the inpu
 waits at a cell boundary until the next cell is admitted and its link read). A commit
 is posted when the last beat is accepted if the packet's last cell is admitted by then.
 """
+
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -37,8 +39,17 @@ from amaranth.lib.wiring import In, Out
 from .. import interfaces
 from ..lib.stream import AXIStreamSignature
 from .admission import VOQAdmission
-from .records import (DROP_REASONS, R_BAD, commit_layout, drop_layout, pack, pkt_layout,
-                      qcnt_layout, ram_read_port, ram_write_port)
+from .records import (
+    DROP_REASONS,
+    R_BAD,
+    commit_layout,
+    drop_layout,
+    pack,
+    pkt_layout,
+    qcnt_layout,
+    ram_read_port,
+    ram_write_port,
+)
 
 __all__ = ["VOQEnqueue"]
 
@@ -46,23 +57,25 @@ __all__ = ["VOQEnqueue"]
 class VOQEnqueue(wiring.Component):
     def __init__(self, geometry):
         g = self.g = geometry
-        super().__init__({
-            "s_axis": In(AXIStreamSignature(g.data_width)),
-            "s_meta": In(interfaces.queued_packet(g.qw, g.tw)),
-            "init_done": In(1),
-            "free_cells": In(g.cnw),
-            "deficit": In(g.dw),
-            "occ": In(data.ArrayLayout(g.cnw, g.tenants)),
-            "m_commit": Out(stream.Signature(commit_layout(g))),
-            "m_drop": Out(stream.Signature(drop_layout(g))),
-            "cell_w": Out(ram_write_port(g.n * g.cb, g.data_width)),
-            "pkt_w": Out(ram_write_port(g.n, pkt_layout(g).size)),
-            "link_rd": Out(ram_read_port(g.n, g.cw)),
-            "qcnt_rd": Out(ram_read_port(g.queues, qcnt_layout(g).size)),
-            "enq_cells": Out(g.cnw),
-            "drops": Out(data.ArrayLayout(g.counter_width, len(DROP_REASONS))),
-            "check_fail": Out(1),
-        })
+        super().__init__(
+            {
+                "s_axis": In(AXIStreamSignature(g.data_width)),
+                "s_meta": In(interfaces.queued_packet(g.qw, g.tw)),
+                "init_done": In(1),
+                "free_cells": In(g.cnw),
+                "deficit": In(g.dw),
+                "occ": In(data.ArrayLayout(g.cnw, g.tenants)),
+                "m_commit": Out(stream.Signature(commit_layout(g))),
+                "m_drop": Out(stream.Signature(drop_layout(g))),
+                "cell_w": Out(ram_write_port(g.n * g.cb, g.data_width)),
+                "pkt_w": Out(ram_write_port(g.n, pkt_layout(g).size)),
+                "link_rd": Out(ram_read_port(g.n, g.cw)),
+                "qcnt_rd": Out(ram_read_port(g.queues, qcnt_layout(g).size)),
+                "enq_cells": Out(g.cnw),
+                "drops": Out(data.ArrayLayout(g.counter_width, len(DROP_REASONS))),
+                "check_fail": Out(1),
+            }
+        )
         # Internal events, for the formal wrapper's shadow model (through VOQBuffer).
         self.tap_cell_we, self.tap_cell_wcell = Signal(), Signal(g.cw)
         self.tap_start, self.tap_commit = Signal(), Signal()
@@ -77,34 +90,34 @@ class VOQEnqueue(wiring.Component):
         F, D, init_done = self.free_cells, self.deficit, self.init_done
 
         beat = self.s_axis.payload
-        kcount = Signal(range(BPB + 1))          # bytes in this beat: highest keep bit + 1
+        kcount = Signal(range(BPB + 1))  # bytes in this beat: highest keep bit + 1
         for i in range(BPB):
             with m.If(beat.keep[i]):
                 m.d.comb += kcount.eq(i + 1)
 
-        fhead = Signal(cw, init=0)               # free list head
-        c_pend = Signal()                        # the commit posted, not yet applied
+        fhead = Signal(cw, init=0)  # free list head
+        c_pend = Signal()  # the commit posted, not yet applied
         c = data.View(commit_layout(g), Signal(commit_layout(g).size))
         m.d.comb += [self.m_commit.valid.eq(c_pend), self.m_commit.payload.eq(c)]
         with m.If(self.m_commit.ready):
             m.d.sync += c_pend.eq(0)
 
-        e_active = Signal()                      # beats of a packet still to come
-        e_fin = Signal()                         # last beat written, waiting to finish
+        e_active = Signal()  # beats of a packet still to come
+        e_fin = Signal()  # last beat written, waiting to finish
         e_fin_bad = Signal()
         e_fin_len = Signal(lw + 1)
         e_q, e_t = Signal(g.qw), Signal(g.tw)
         e_cur, e_head = Signal(cw), Signal(cw)
         e_beat = Signal(g.lcb)
-        e_kk = Signal(cnw)                       # index of the current cell in the packet
-        e_len = Signal(lw + 1)                   # bytes before the current beat
+        e_kk = Signal(cnw)  # index of the current cell in the packet
+        e_len = Signal(lw + 1)  # bytes before the current beat
         e_drop = Signal()
         e_reason = Signal(3)
         e_pid = Signal()
         e_qc_raw, e_qc_corr = Signal(cnw), Signal(cnw)
         e_qc_pk, e_qc_by = Signal(cnw), Signal(lw)
-        e_qc_st = Signal(2)                      # 0 wait read, 1 read in flight, 2 valid
-        e_cell_ok = Signal()                     # the current cell is admitted
+        e_qc_st = Signal(2)  # 0 wait read, 1 read in flight, 2 valid
+        e_cell_ok = Signal()  # the current cell is admitted
         e_nxt, e_nxt_v, e_link_pend = Signal(cw), Signal(), Signal()
 
         drop_rdy = self.m_drop.ready
@@ -116,24 +129,35 @@ class VOQEnqueue(wiring.Component):
         m.d.comb += start.eq(~e_busy & init_done & self.s_axis.valid & self.s_meta.valid)
         m.d.comb += self.qcnt_rd.addr.eq(Mux(start, self.s_meta.payload.queue, e_q))
         with m.If(start):
-            m.d.sync += [e_qc_st.eq(1),
-                         e_qc_corr.eq(Mux(c_pend & (c.queue == self.s_meta.payload.queue),
-                                          c.cells, 0))]
+            m.d.sync += [
+                e_qc_st.eq(1),
+                e_qc_corr.eq(Mux(c_pend & (c.queue == self.s_meta.payload.queue), c.cells, 0)),
+            ]
         with m.Elif(e_qc_st == 1):
-            m.d.sync += [e_qc_raw.eq(en_qdata_v.cells), e_qc_st.eq(2),
-                         e_qc_pk.eq(en_qdata_v.pkts), e_qc_by.eq(en_qdata_v.bytes)]
-        with m.If((e_qc_st == 2) & (((e_qc_pk == 0) != (e_qc_raw == 0)) |
-                                    ((e_qc_pk == 0) != (e_qc_by == 0)))):
+            m.d.sync += [
+                e_qc_raw.eq(en_qdata_v.cells),
+                e_qc_st.eq(2),
+                e_qc_pk.eq(en_qdata_v.pkts),
+                e_qc_by.eq(en_qdata_v.bytes),
+            ]
+        with m.If(
+            (e_qc_st == 2) & (((e_qc_pk == 0) != (e_qc_raw == 0)) | ((e_qc_pk == 0) != (e_qc_by == 0)))
+        ):
             m.d.comb += self.check_fail.eq(1)
 
         # -- admission: one question per clock while the current cell has no verdict --
         def sg(x):
             return Cat(x, Const(0, 1)).as_signed()
+
         tag = Cat(e_kk, e_pid)
         q = adm.s_cell.payload
         m.d.comb += [
             adm.s_cell.valid.eq(e_busy & ~e_drop & ~e_cell_ok),
-            q.tag.eq(tag), q.kk.eq(e_kk), q.free.eq(F), q.deficit.eq(D), q.occ.eq(occ[e_t]),
+            q.tag.eq(tag),
+            q.kk.eq(e_kk),
+            q.free.eq(F),
+            q.deficit.eq(D),
+            q.occ.eq(occ[e_t]),
             q.pend.eq(Mux(c_pend, c.cells, 0)),
             q.pend_own.eq(Mux(c_pend & (c.tenant == e_t), c.cells, 0)),
             q.pend_occ.eq(occ[c.tenant]),
@@ -142,8 +166,7 @@ class VOQEnqueue(wiring.Component):
         ]
         verdict = adm.m_verdict
         adm_now = Signal()
-        m.d.comb += adm_now.eq(verdict.valid & (verdict.payload.tag == tag) & e_busy & ~e_drop
-                               & ~e_cell_ok)
+        m.d.comb += adm_now.eq(verdict.valid & (verdict.payload.tag == tag) & e_busy & ~e_drop & ~e_cell_ok)
         with m.If(adm_now):
             with m.If(verdict.payload.admit):
                 m.d.sync += e_cell_ok.eq(1)
@@ -163,24 +186,42 @@ class VOQEnqueue(wiring.Component):
 
         # -- beats --
         wr_en, wr_cell, wr_beat = Signal(), Signal(cw), Signal(g.lcb)
-        m.d.comb += [self.cell_w.en.eq(wr_en), self.cell_w.addr.eq(Cat(wr_beat, wr_cell)),
-                     self.cell_w.data.eq(beat.data)]
-        finish_now = Signal()          # finish in this cycle (last beat or pending fin)
+        m.d.comb += [
+            self.cell_w.en.eq(wr_en),
+            self.cell_w.addr.eq(Cat(wr_beat, wr_cell)),
+            self.cell_w.data.eq(beat.data),
+        ]
+        finish_now = Signal()  # finish in this cycle (last beat or pending fin)
         fin_bad = Signal()
         fin_len = Signal(lw + 1)
         drop_post = Signal()
         drop_reason = Signal(3)
         commit_post = Signal()
         with m.If(start):
-            m.d.comb += [self.s_axis.ready.eq(1), self.s_meta.ready.eq(1),
-                         wr_en.eq(1), wr_cell.eq(fhead), wr_beat.eq(0)]
+            m.d.comb += [
+                self.s_axis.ready.eq(1),
+                self.s_meta.ready.eq(1),
+                wr_en.eq(1),
+                wr_cell.eq(fhead),
+                wr_beat.eq(0),
+            ]
             m.d.sync += [
-                e_q.eq(self.s_meta.payload.queue), e_t.eq(self.s_meta.payload.tenant),
-                e_cur.eq(fhead), e_head.eq(fhead), e_beat.eq(1), e_kk.eq(0), e_len.eq(BPB),
-                e_drop.eq(0), e_pid.eq(~e_pid), e_cell_ok.eq(0), e_nxt_v.eq(0),
+                e_q.eq(self.s_meta.payload.queue),
+                e_t.eq(self.s_meta.payload.tenant),
+                e_cur.eq(fhead),
+                e_head.eq(fhead),
+                e_beat.eq(1),
+                e_kk.eq(0),
+                e_len.eq(BPB),
+                e_drop.eq(0),
+                e_pid.eq(~e_pid),
+                e_cell_ok.eq(0),
+                e_nxt_v.eq(0),
                 e_link_pend.eq(0),
-                e_active.eq(~beat.last), e_fin.eq(beat.last),
-                e_fin_bad.eq(beat.user[0] | (kcount == 0)), e_fin_len.eq(kcount),
+                e_active.eq(~beat.last),
+                e_fin.eq(beat.last),
+                e_fin_bad.eq(beat.user[0] | (kcount == 0)),
+                e_fin_len.eq(kcount),
             ]
         with m.Elif(e_active & self.s_axis.valid):
             with m.If(~beat.last):
@@ -188,20 +229,22 @@ class VOQEnqueue(wiring.Component):
                 with m.If(e_drop):
                     m.d.comb += self.s_axis.ready.eq(1)
                 with m.Elif(~at_end | can_move):
-                    m.d.comb += [self.s_axis.ready.eq(1), wr_en.eq(1), wr_cell.eq(e_cur),
-                                 wr_beat.eq(e_beat)]
+                    m.d.comb += [self.s_axis.ready.eq(1), wr_en.eq(1), wr_cell.eq(e_cur), wr_beat.eq(e_beat)]
                     m.d.sync += [e_beat.eq(e_beat + 1), e_len.eq(e_len + BPB)]
                     with m.If(at_end):
-                        m.d.sync += [e_cur.eq(e_nxt), e_kk.eq(e_kk + 1), e_cell_ok.eq(0),
-                                     e_nxt_v.eq(0)]
+                        m.d.sync += [e_cur.eq(e_nxt), e_kk.eq(e_kk + 1), e_cell_ok.eq(0), e_nxt_v.eq(0)]
             with m.Else():
                 # The last beat: written now (unless dropping); finish now if possible,
                 # else wait in e_fin.
-                m.d.comb += [self.s_axis.ready.eq(1), wr_en.eq(~e_drop), wr_cell.eq(e_cur),
-                             wr_beat.eq(e_beat), fin_bad.eq(beat.user[0] | (kcount == 0)),
-                             fin_len.eq(e_len + kcount)]
-                m.d.sync += [e_active.eq(0), e_fin.eq(1), e_fin_bad.eq(fin_bad),
-                             e_fin_len.eq(fin_len)]
+                m.d.comb += [
+                    self.s_axis.ready.eq(1),
+                    wr_en.eq(~e_drop),
+                    wr_cell.eq(e_cur),
+                    wr_beat.eq(e_beat),
+                    fin_bad.eq(beat.user[0] | (kcount == 0)),
+                    fin_len.eq(e_len + kcount),
+                ]
+                m.d.sync += [e_active.eq(0), e_fin.eq(1), e_fin_bad.eq(fin_bad), e_fin_len.eq(fin_len)]
                 m.d.comb += finish_now.eq(1)
         with m.Elif(e_fin):
             m.d.comb += [finish_now.eq(1), fin_bad.eq(e_fin_bad), fin_len.eq(e_fin_len)]
@@ -216,14 +259,23 @@ class VOQEnqueue(wiring.Component):
             with m.Elif(can_move & ~c_pend):
                 m.d.comb += commit_post.eq(1)
                 m.d.sync += [
-                    e_fin.eq(0), e_active.eq(0), fhead.eq(e_nxt),
-                    c_pend.eq(1), c.queue.eq(e_q), c.tenant.eq(e_t), c.cells.eq(e_kk + 1),
-                    c.len.eq(fin_len), c.head.eq(e_head), c.tail.eq(e_cur),
+                    e_fin.eq(0),
+                    e_active.eq(0),
+                    fhead.eq(e_nxt),
+                    c_pend.eq(1),
+                    c.queue.eq(e_q),
+                    c.tenant.eq(e_t),
+                    c.cells.eq(e_kk + 1),
+                    c.len.eq(fin_len),
+                    c.head.eq(e_head),
+                    c.tail.eq(e_cur),
                 ]
         m.d.comb += [
-            self.pkt_w.en.eq(commit_post), self.pkt_w.addr.eq(e_head),
+            self.pkt_w.en.eq(commit_post),
+            self.pkt_w.addr.eq(e_head),
             self.pkt_w.data.eq(pack(pkt_layout(g), len=fin_len, tenant=e_t)),
-            self.m_drop.valid.eq(drop_post), self.m_drop.payload.queue.eq(e_q),
+            self.m_drop.valid.eq(drop_post),
+            self.m_drop.payload.queue.eq(e_q),
             self.m_drop.payload.tenant.eq(e_t),
         ]
         with m.If(drop_post):
@@ -233,8 +285,10 @@ class VOQEnqueue(wiring.Component):
                         m.d.sync += self.drops[i].eq(self.drops[i] + 1)
         m.d.comb += [
             self.enq_cells.eq(Mux(e_busy & ~e_drop, e_kk + 1, 0)),
-            self.tap_cell_we.eq(wr_en), self.tap_cell_wcell.eq(wr_cell),
-            self.tap_start.eq(start), self.tap_commit.eq(commit_post),
+            self.tap_cell_we.eq(wr_en),
+            self.tap_cell_wcell.eq(wr_cell),
+            self.tap_start.eq(start),
+            self.tap_commit.eq(commit_post),
             self.tap_commit_cells.eq(e_kk + 1),
         ]
         return m

@@ -4,6 +4,7 @@
 handed to each of its parts, so that the records they exchange
 (:mod:`opengse.rtl.voq.records`) come out the same width on both sides.
 """
+
 from ..config import GSEConfig
 from ..header.gse_header import CREDIT_UNIT_BYTES
 from ..interfaces import FIELD_BITS, PKT_COUNT_BITS
@@ -29,11 +30,21 @@ class VOQGeometry:
     ``lcellb``, ``lcu`` the log2 of beat, cell-in-beats, cell and credit unit sizes.
     """
 
-    def __init__(self, data_width=64, buffer_bytes=65536, cell_bytes=256, queues=1024,
-                 tenants=16, queue_limit_cells=128, tenant_reserved_cells=8,
-                 tenant_limit_cells=192, alpha_log2=1, credit_width=GSEConfig().credit_bits,
-                 counter_width=32,
-                 credit_unit=CREDIT_UNIT_BYTES):
+    def __init__(
+        self,
+        data_width=64,
+        buffer_bytes=65536,
+        cell_bytes=256,
+        queues=1024,
+        tenants=16,
+        queue_limit_cells=128,
+        tenant_reserved_cells=8,
+        tenant_limit_cells=192,
+        alpha_log2=1,
+        credit_width=GSEConfig().credit_bits,
+        counter_width=32,
+        credit_unit=CREDIT_UNIT_BYTES,
+    ):
         self.data_width = check_data_width(data_width)
         self.bpb = data_width // 8
         self.lbpb = log2_exact(self.bpb, "data_width/8")
@@ -55,8 +66,7 @@ class VOQGeometry:
         self.tw = max(1, log2_exact(tenants, "tenants"))
         if queues < 2 or tenants < 2:
             raise ValueError("queues and tenants must be >= 2")
-        self.res, self.tlim, self.qlim = (tenant_reserved_cells, tenant_limit_cells,
-                                          queue_limit_cells)
+        self.res, self.tlim, self.qlim = (tenant_reserved_cells, tenant_limit_cells, queue_limit_cells)
         if tenant_reserved_cells < 0 or tenants * tenant_reserved_cells > self.n - 1:
             raise ValueError(f"tenants * tenant_reserved_cells must be <= cells - 1 = {self.n - 1}")
         if not 1 <= tenant_limit_cells <= self.n or not 1 <= queue_limit_cells <= self.n:
@@ -72,23 +82,28 @@ class VOQGeometry:
         self.credit_unit = credit_unit
         if not 1 <= counter_width <= 32:
             raise ValueError("counter_width must be 1..32")
-        self.counter_width = counter_width        # < 32 only to shrink formal checks
+        self.counter_width = counter_width  # < 32 only to shrink formal checks
 
-        self.cw = max(1, log2_exact(self.n, "cells"))      # cell id
-        self.cnw = self.cw + 1                              # cell count 0..N
-        self.lw = (self.n * cell_bytes).bit_length()        # packet/queue bytes 0..N*S
-        self.bw = credit_width                              # credit used by one release
+        self.cw = max(1, log2_exact(self.n, "cells"))  # cell id
+        self.cnw = self.cw + 1  # cell count 0..N
+        self.lw = (self.n * cell_bytes).bit_length()  # packet/queue bytes 0..N*S
+        self.bw = credit_width  # credit used by one release
         self.max_pkt_bytes = min(self.n - 1, queue_limit_cells) * cell_bytes
         if self.max_pkt_bytes >= 1 << FIELD_BITS["len"]:
-            raise ValueError(f"a packet may be {self.max_pkt_bytes} B, more than the "
-                             f"{FIELD_BITS['len']}-bit length of m_desc: lower "
-                             f"queue_limit_cells or cell_bytes")
+            raise ValueError(
+                f"a packet may be {self.max_pkt_bytes} B, more than the "
+                f"{FIELD_BITS['len']}-bit length of m_desc: lower "
+                f"queue_limit_cells or cell_bytes"
+            )
         max_pkt_credit = -(-self.max_pkt_bytes // credit_unit) * credit_unit
         self.max_credit = (1 << credit_width) - max_pkt_credit
         if self.max_credit < 1:
-            raise ValueError(f"credit_width {credit_width} cannot hold the credit of one "
-                             f"packet of {self.max_pkt_bytes} B")
+            raise ValueError(
+                f"credit_width {credit_width} cannot hold the credit of one packet of {self.max_pkt_bytes} B"
+            )
         if self.n > 1 << PKT_COUNT_BITS:
-            raise ValueError(f"at most {1 << PKT_COUNT_BITS} cells (release reports count "
-                             f"packets in {PKT_COUNT_BITS} bits)")
+            raise ValueError(
+                f"at most {1 << PKT_COUNT_BITS} cells (release reports count "
+                f"packets in {PKT_COUNT_BITS} bits)"
+            )
         self.dw = max(1, (tenants * tenant_reserved_cells).bit_length())

@@ -15,14 +15,32 @@ parts: :func:`ram_read_port`, :func:`ram_write_port` (joined to the buffer's
 :class:`~opengse.rtl.lib.sram.VOQRam` tables by :func:`join_ram_read` and
 :func:`join_ram_write`).
 """
+
 from amaranth.hdl import Cat, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["DROP_REASONS", "R_BAD", "R_FULL", "R_QUEUE", "R_TENANT", "R_DT",
-           "commit_layout", "takeoff_layout", "free_layout", "drop_layout",
-           "cell_desc_layout", "qptr_layout", "qcnt_layout", "pkt_layout",
-           "ram_read_port", "ram_write_port", "join_ram_read", "join_ram_write", "pack"]
+__all__ = [
+    "DROP_REASONS",
+    "R_BAD",
+    "R_FULL",
+    "R_QUEUE",
+    "R_TENANT",
+    "R_DT",
+    "commit_layout",
+    "takeoff_layout",
+    "free_layout",
+    "drop_layout",
+    "cell_desc_layout",
+    "qptr_layout",
+    "qcnt_layout",
+    "pkt_layout",
+    "ram_read_port",
+    "ram_write_port",
+    "join_ram_read",
+    "join_ram_write",
+    "pack",
+]
 
 DROP_REASONS = ("bad", "full", "queue", "tenant", "dt")
 R_BAD, R_FULL, R_QUEUE, R_TENANT, R_DT = range(5)
@@ -30,16 +48,18 @@ R_BAD, R_FULL, R_QUEUE, R_TENANT, R_DT = range(5)
 
 def pack(layout, **fields):
     """Cat() of struct fields in layout order (for memory write data)."""
-    return Cat(*(Value.cast(fields[name])[:field.width] for name, field in layout))
+    return Cat(*(Value.cast(fields[name])[: field.width] for name, field in layout))
 
 
 # ---- events ------------------------------------------------------------------------------
 
+
 def commit_layout(g):
     """A packet admitted whole: its queue and tenant, cells, length in bytes, first and
     last cell (the cells are linked in order from ``head`` to ``tail``)."""
-    return data.StructLayout({"queue": g.qw, "tenant": g.tw, "cells": g.cnw, "len": g.lw,
-                              "head": g.cw, "tail": g.cw})
+    return data.StructLayout(
+        {"queue": g.qw, "tenant": g.tw, "cells": g.cnw, "len": g.lw, "head": g.cw, "tail": g.cw}
+    )
 
 
 def takeoff_layout(g):
@@ -62,12 +82,22 @@ def cell_desc_layout(g):
     """One cell for the emitter to read: ``lidx`` its last beat, ``first``/``last`` of its
     packet, ``kc`` the last beat's highest byte, ``rel_end`` the last cell of its release;
     ``nodata``: no cell, only the end of an empty release."""
-    return data.StructLayout({
-        "cell": g.cw, "lidx": g.lcb, "first": 1, "last": 1, "kc": max(1, g.lbpb),
-        "tenant": g.tw, "rel_end": 1, "nodata": 1})
+    return data.StructLayout(
+        {
+            "cell": g.cw,
+            "lidx": g.lcb,
+            "first": 1,
+            "last": 1,
+            "kc": max(1, g.lbpb),
+            "tenant": g.tw,
+            "rel_end": 1,
+            "nodata": 1,
+        }
+    )
 
 
 # ---- table rows --------------------------------------------------------------------------
+
 
 def qptr_layout(g):
     """A queue's first and last cell (two tables: ``qhead``, ``qtail``)."""
@@ -85,6 +115,7 @@ def pkt_layout(g):
 
 
 # ---- memory ports ------------------------------------------------------------------------
+
 
 def ram_read_port(depth, width):
     """A registered read port as its user sees it: ``addr`` out, ``data`` in (the word at

@@ -35,13 +35,13 @@ Interface:
 Timing: the first descriptor is pushed 6 cycles after the request is accepted; the
 next request is taken as soon as the last descriptor of this one is pushed.
 """
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import interfaces
-from .records import (cell_desc_layout, pkt_layout, qcnt_layout, ram_read_port,
-                      takeoff_layout)
+from .records import cell_desc_layout, pkt_layout, qcnt_layout, ram_read_port, takeoff_layout
 
 __all__ = ["VOQWalker"]
 
@@ -49,19 +49,21 @@ __all__ = ["VOQWalker"]
 class VOQWalker(wiring.Component):
     def __init__(self, geometry):
         g = self.g = geometry
-        super().__init__({
-            "s_deq": In(interfaces.release_request(g.qw, g.credit_width)),
-            "init_done": In(1),
-            "m_cell": Out(stream.Signature(cell_desc_layout(g))),
-            "m_done": Out(interfaces.release_report(g.qw, g.credit_width)),
-            "m_pkt": Out(interfaces.emitted_packet(g.qw)),
-            "m_takeoff": Out(stream.Signature(takeoff_layout(g))),
-            "qhead_rd": Out(ram_read_port(g.queues, g.cw)),
-            "qcnt_rd": Out(ram_read_port(g.queues, qcnt_layout(g).size)),
-            "link_rd": Out(ram_read_port(g.n, g.cw)),
-            "pkt_rd": Out(ram_read_port(g.n, pkt_layout(g).size)),
-            "check_fail": Out(1),
-        })
+        super().__init__(
+            {
+                "s_deq": In(interfaces.release_request(g.qw, g.credit_width)),
+                "init_done": In(1),
+                "m_cell": Out(stream.Signature(cell_desc_layout(g))),
+                "m_done": Out(interfaces.release_report(g.qw, g.credit_width)),
+                "m_pkt": Out(interfaces.emitted_packet(g.qw)),
+                "m_takeoff": Out(stream.Signature(takeoff_layout(g))),
+                "qhead_rd": Out(ram_read_port(g.queues, g.cw)),
+                "qcnt_rd": Out(ram_read_port(g.queues, qcnt_layout(g).size)),
+                "link_rd": Out(ram_read_port(g.n, g.cw)),
+                "pkt_rd": Out(ram_read_port(g.n, pkt_layout(g).size)),
+                "check_fail": Out(1),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -72,7 +74,7 @@ class VOQWalker(wiring.Component):
         desc_rdy, done_rdy = self.m_cell.ready, self.m_done.ready
         pkt_w, pkt_rdy = self.m_pkt.payload, self.m_pkt.ready
 
-        u_pend = Signal()                        # the TAKEOFF posted, not yet applied
+        u_pend = Signal()  # the TAKEOFF posted, not yet applied
         u = data.View(takeoff_layout(g), Signal(takeoff_layout(g).size))
         m.d.comb += [self.m_takeoff.valid.eq(u_pend), self.m_takeoff.payload.eq(u)]
         with m.If(self.m_takeoff.ready):
@@ -87,13 +89,13 @@ class VOQWalker(wiring.Component):
         w_len = Signal(lw)
         w_cells = Signal(cnw)
         w_ten = Signal(g.tw)
-        w_sent_u = Signal(g.bw - lcu)        # credit used so far, in credit units
+        w_sent_u = Signal(g.bw - lcu)  # credit used so far, in credit units
         w_sent_p = Signal(cnw)
         w_r_link = Signal(cw)
         w_snap_bytes, w_snap_cells = Signal(lw), Signal(cnw)
         w_c_lastpkt = Signal()
         w_c_len, w_c_ten, w_c_newu = Signal(lw), Signal(g.tw), Signal(g.bw - lcu)
-        w_c_lm1 = Signal(g.lcellb)           # (len - 1) mod cell_bytes: last beat, keep
+        w_c_lm1 = Signal(g.lcellb)  # (len - 1) mod cell_bytes: last beat, keep
         w_c_rem, w_c_last, w_c_cells = Signal(cnw), Signal(), Signal(cnw)
         w_r_pkt = data.View(pkt_l, Signal(pkt_l.size))
 
@@ -104,18 +106,29 @@ class VOQWalker(wiring.Component):
         s_deq = self.s_deq
         with m.FSM(name="walker"):
             with m.State("IDLE"):
-                m.d.comb += [wq_addr.eq(s_deq.payload.queue), wc_addr.eq(s_deq.payload.queue),
-                             s_deq.ready.eq(self.init_done & ~u_pend & done_rdy)]
+                m.d.comb += [
+                    wq_addr.eq(s_deq.payload.queue),
+                    wc_addr.eq(s_deq.payload.queue),
+                    s_deq.ready.eq(self.init_done & ~u_pend & done_rdy),
+                ]
                 with m.If(s_deq.valid & s_deq.ready):
                     credit = s_deq.payload.credit
-                    m.d.sync += [w_q.eq(s_deq.payload.queue),
-                                 w_credit.eq(Mux(credit > g.max_credit, g.max_credit, credit))]
+                    m.d.sync += [
+                        w_q.eq(s_deq.payload.queue),
+                        w_credit.eq(Mux(credit > g.max_credit, g.max_credit, credit)),
+                    ]
                     m.next = "SNAP1"
             with m.State("SNAP1"):
                 m.d.comb += [wq_addr.eq(w_q), wc_addr.eq(w_q)]
-                m.d.sync += [w_p.eq(wc_view.pkts), w_cur.eq(wq_view.head), w_pstart.eq(1),
-                             w_sent_u.eq(0), w_sent_p.eq(0),
-                             w_snap_bytes.eq(wc_view.bytes), w_snap_cells.eq(wc_view.cells)]
+                m.d.sync += [
+                    w_p.eq(wc_view.pkts),
+                    w_cur.eq(wq_view.head),
+                    w_pstart.eq(1),
+                    w_sent_u.eq(0),
+                    w_sent_p.eq(0),
+                    w_snap_bytes.eq(wc_view.bytes),
+                    w_snap_cells.eq(wc_view.cells),
+                ]
                 m.next = "SNAP2"
             with m.State("SNAP2"):
                 # a queue is empty in packets, bytes and cells at once, or in none
@@ -123,10 +136,15 @@ class VOQWalker(wiring.Component):
                     m.d.comb += self.check_fail.eq(1)
                 with m.If((w_p == 0) | (w_credit == 0)):
                     with m.If(desc_rdy):
-                        m.d.comb += [self.m_cell.valid.eq(1), desc_w.nodata.eq(1),
-                                     desc_w.rel_end.eq(1),
-                                     self.m_done.valid.eq(1), done_w.queue.eq(w_q),
-                                     done_w.bytes.eq(0), done_w.pkts.eq(0)]
+                        m.d.comb += [
+                            self.m_cell.valid.eq(1),
+                            desc_w.nodata.eq(1),
+                            desc_w.rel_end.eq(1),
+                            self.m_done.valid.eq(1),
+                            done_w.queue.eq(w_q),
+                            done_w.bytes.eq(0),
+                            done_w.pkts.eq(0),
+                        ]
                         m.next = "IDLE"
                 with m.Else():
                     m.next = "READ"
@@ -135,8 +153,7 @@ class VOQWalker(wiring.Component):
                 with m.If(desc_rdy & ~u_pend & (pkt_rdy | ~w_pstart)):
                     m.next = "WAIT"
             with m.State("WAIT"):
-                m.d.sync += [w_r_link.eq(self.link_rd.data),
-                             w_r_pkt.as_value().eq(self.pkt_rd.data)]
+                m.d.sync += [w_r_link.eq(self.link_rd.data), w_r_pkt.as_value().eq(self.pkt_rd.data)]
                 m.next = "CALC"
             with m.State("CALC"):
                 # Registered arithmetic on the packet length (keeps PUSH short).
@@ -145,42 +162,62 @@ class VOQWalker(wiring.Component):
                 m.d.comb += c_lm1.eq(c_len - 1)
                 c_rem_first = c_lm1 >> g.lcellb
                 c_rem = Mux(w_pstart, c_rem_first, w_rem)
-                m.d.sync += [w_c_len.eq(c_len), w_c_lm1.eq(c_lm1[:g.lcellb]),
-                             w_c_ten.eq(Mux(w_pstart, w_r_pkt.tenant, w_ten)),
-                             # credit used, in units: + the length rounded up, as one carry
-                             # chain (the round-up is its carry-in)
-                             w_c_newu.eq(w_sent_u + c_len[lcu:] + c_len[:lcu].any()),
-                             w_c_rem.eq(c_rem), w_c_last.eq(c_rem == 0),
-                             w_c_cells.eq(Mux(w_pstart, c_rem_first + 1, w_cells)),
-                             w_c_lastpkt.eq(w_sent_p + 1 == w_p)]
+                m.d.sync += [
+                    w_c_len.eq(c_len),
+                    w_c_lm1.eq(c_lm1[: g.lcellb]),
+                    w_c_ten.eq(Mux(w_pstart, w_r_pkt.tenant, w_ten)),
+                    # credit used, in units: + the length rounded up, as one carry
+                    # chain (the round-up is its carry-in)
+                    w_c_newu.eq(w_sent_u + c_len[lcu:] + c_len[:lcu].any()),
+                    w_c_rem.eq(c_rem),
+                    w_c_last.eq(c_rem == 0),
+                    w_c_cells.eq(Mux(w_pstart, c_rem_first + 1, w_cells)),
+                    w_c_lastpkt.eq(w_sent_p + 1 == w_p),
+                ]
                 m.next = "PUSH"
             with m.State("PUSH"):
                 is_last = w_c_last
                 new_u = w_c_newu
-                new_b = Cat(Const(0, lcu), new_u)     # credit used, bytes
+                new_b = Cat(Const(0, lcu), new_u)  # credit used, bytes
                 new_p = w_sent_p + 1
                 rel_end = is_last & ((new_b >= w_credit) | w_c_lastpkt)
                 m.d.comb += [
-                    self.m_cell.valid.eq(1), desc_w.cell.eq(w_cur),
+                    self.m_cell.valid.eq(1),
+                    desc_w.cell.eq(w_cur),
                     desc_w.lidx.eq(Mux(is_last, (w_c_lm1 >> lbpb)[:lcb], CB - 1)),
-                    desc_w.first.eq(w_pstart), desc_w.last.eq(is_last),
-                    desc_w.kc.eq(w_c_lm1[:max(1, lbpb)] if lbpb else 0),
-                    desc_w.tenant.eq(w_c_ten), desc_w.rel_end.eq(rel_end),
+                    desc_w.first.eq(w_pstart),
+                    desc_w.last.eq(is_last),
+                    desc_w.kc.eq(w_c_lm1[: max(1, lbpb)] if lbpb else 0),
+                    desc_w.tenant.eq(w_c_ten),
+                    desc_w.rel_end.eq(rel_end),
                 ]
                 m.d.sync += [w_cur.eq(w_r_link), w_pstart.eq(is_last), w_rem.eq(w_c_rem - 1)]
                 with m.If(w_pstart):
                     m.d.sync += [w_len.eq(w_c_len), w_ten.eq(w_c_ten), w_cells.eq(w_c_cells)]
                     # the packet's record: known at its first cell (length and credit)
-                    m.d.comb += [self.m_pkt.valid.eq(1), pkt_w.queue.eq(w_q),
-                                 pkt_w.len.eq(w_c_len),
-                                 pkt_w.last.eq((new_b >= w_credit) | w_c_lastpkt)]
+                    m.d.comb += [
+                        self.m_pkt.valid.eq(1),
+                        pkt_w.queue.eq(w_q),
+                        pkt_w.len.eq(w_c_len),
+                        pkt_w.last.eq((new_b >= w_credit) | w_c_lastpkt),
+                    ]
                 with m.If(is_last):
-                    m.d.sync += [u_pend.eq(1), u.queue.eq(w_q), u.len.eq(w_c_len),
-                                 u.cells.eq(w_c_cells), u.last.eq(w_cur),
-                                 w_sent_u.eq(new_u), w_sent_p.eq(new_p)]
+                    m.d.sync += [
+                        u_pend.eq(1),
+                        u.queue.eq(w_q),
+                        u.len.eq(w_c_len),
+                        u.cells.eq(w_c_cells),
+                        u.last.eq(w_cur),
+                        w_sent_u.eq(new_u),
+                        w_sent_p.eq(new_p),
+                    ]
                 with m.If(rel_end):
-                    m.d.comb += [self.m_done.valid.eq(1), done_w.queue.eq(w_q),
-                                 done_w.bytes.eq(new_b), done_w.pkts.eq(new_p)]
+                    m.d.comb += [
+                        self.m_done.valid.eq(1),
+                        done_w.queue.eq(w_q),
+                        done_w.bytes.eq(new_b),
+                        done_w.pkts.eq(new_p),
+                    ]
                     m.next = "IDLE"
                 with m.Else():
                     m.next = "READ"

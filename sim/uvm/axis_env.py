@@ -34,20 +34,40 @@ Typical test::
     await AxisSequence("seq", items).start(self.env.seqr)
     await self.env.drain()
 """
+
 import random
 from dataclasses import dataclass, field
 
 from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
-from pyuvm import (ConfigDB, uvm_analysis_port, uvm_driver, uvm_env,
-                   uvm_monitor, uvm_scoreboard, uvm_sequence, uvm_sequence_item,
-                   uvm_sequencer, uvm_subscriber)
+from pyuvm import (
+    ConfigDB,
+    uvm_analysis_port,
+    uvm_driver,
+    uvm_env,
+    uvm_monitor,
+    uvm_scoreboard,
+    uvm_sequence,
+    uvm_sequence_item,
+    uvm_sequencer,
+    uvm_subscriber,
+)
 
 from ..cocotb_util import drain_until, random_pause, recv_within
 from ..valid_ready import FieldStreamSink, FieldStreamSource
 
-__all__ = ["AxisItem", "AxisSequencer", "AxisSequence", "AxisDriver", "AxisMonitor",
-           "AxisScoreboard", "AxisEnvConfig", "AxisEnv", "random_pause", "CONFIG_KEY"]
+__all__ = [
+    "AxisItem",
+    "AxisSequencer",
+    "AxisSequence",
+    "AxisDriver",
+    "AxisMonitor",
+    "AxisScoreboard",
+    "AxisEnvConfig",
+    "AxisEnv",
+    "random_pause",
+    "CONFIG_KEY",
+]
 
 CONFIG_KEY = "axis_cfg"
 
@@ -75,18 +95,25 @@ class AxisItem(uvm_sequence_item):
             return value
         if isinstance(value, (bytes, bytearray)):
             return cls(data=value)
-        return cls(data=value[0], error=value[1] if len(value) > 1 else False,
-                   side=value[2] if len(value) > 2 else None)
+        return cls(
+            data=value[0],
+            error=value[1] if len(value) > 1 else False,
+            side=value[2] if len(value) > 2 else None,
+        )
 
     def differences(self, other):
         """Human-readable differences from ``other`` (an expected item); [] if equal.
         Side channels are compared only when ``other.side`` is not None."""
         out = []
         if self.data != other.data:
-            first = next((i for i, (a, b) in enumerate(zip(self.data, other.data)) if a != b),
-                         min(len(self.data), len(other.data)))
-            out.append(f"data differs (len {len(self.data)} vs expected {len(other.data)}, "
-                       f"first difference at byte {first})")
+            first = next(
+                (i for i, (a, b) in enumerate(zip(self.data, other.data)) if a != b),
+                min(len(self.data), len(other.data)),
+            )
+            out.append(
+                f"data differs (len {len(self.data)} vs expected {len(other.data)}, "
+                f"first difference at byte {first})"
+            )
         if self.error != other.error:
             out.append(f"error flag {int(self.error)} vs expected {int(other.error)}")
         if other.side is not None:
@@ -94,22 +121,29 @@ class AxisItem(uvm_sequence_item):
             diff = {k: (got.get(k), v) for k, v in other.side.items() if got.get(k) != v}
             extra = set(got) - set(other.side)
             if diff:
-                out.append("side fields (got, expected): "
-                           + ", ".join(f"{k}={g!r}/{e!r}" for k, (g, e) in diff.items()))
+                out.append(
+                    "side fields (got, expected): "
+                    + ", ".join(f"{k}={g!r}/{e!r}" for k, (g, e) in diff.items())
+                )
             if extra:
                 out.append(f"unexpected side fields {sorted(extra)}")
         return out
 
     def __eq__(self, other):
-        return isinstance(other, AxisItem) and not self.differences(other) \
+        return (
+            isinstance(other, AxisItem)
+            and not self.differences(other)
             and (self.side is None) == (other.side is None)
+        )
 
     __hash__ = None
 
     def __str__(self):
         head = self.data[:16].hex()
-        return (f"AxisItem({len(self.data)} B {head}{'...' if len(self.data) > 16 else ''}, "
-                f"error={int(self.error)}, side={self.side}, note={self.note})")
+        return (
+            f"AxisItem({len(self.data)} B {head}{'...' if len(self.data) > 16 else ''}, "
+            f"error={int(self.error)}, side={self.side}, note={self.note})"
+        )
 
 
 class AxisSequencer(uvm_sequencer):
@@ -155,6 +189,7 @@ class AxisEnvConfig:
       side entry of a frame before failing the test.
     * ``drain_idle``: cycles it then waits to catch unexpected extra output.
     """
+
     dut: object
     model: object
     clk: str = "clk"
@@ -244,9 +279,12 @@ class AxisMonitor(uvm_monitor):
         while True:
             frame = await self.sink.recv()
             side = None
-            if self.side is not None:      # bounded: a frame without its entry fails here
-                side = await recv_within(self.side, f"the side entry of output frame {self.seen + 1}",
-                                         clocks=self.cfg.drain_timeout)
+            if self.side is not None:  # bounded: a frame without its entry fails here
+                side = await recv_within(
+                    self.side,
+                    f"the side entry of output frame {self.seen + 1}",
+                    clocks=self.cfg.drain_timeout,
+                )
             tuser = frame.tuser
             error = tuser[-1] if isinstance(tuser, list) else int(tuser or 0)
             self.seen += 1
@@ -255,8 +293,9 @@ class AxisMonitor(uvm_monitor):
     def check_phase(self):
         left = self.sink.count()
         side_left = self.side.count() if self.side is not None else 0
-        assert left == 0 and side_left == 0, \
+        assert left == 0 and side_left == 0, (
             f"{self.get_full_name()}: {left} frame(s) and {side_left} side entries never paired"
+        )
 
 
 class AxisScoreboard(uvm_scoreboard):
@@ -297,8 +336,10 @@ class AxisScoreboard(uvm_scoreboard):
             diffs = got.differences(exp)
             if diffs:
                 self.mismatches += 1
-                msg = (f"mismatch #{self.mismatches} (output {self.matches + self.mismatches}): "
-                       f"{'; '.join(diffs)}\n  got      {got}\n  expected {exp}")
+                msg = (
+                    f"mismatch #{self.mismatches} (output {self.matches + self.mismatches}): "
+                    f"{'; '.join(diffs)}\n  got      {got}\n  expected {exp}"
+                )
                 self.first_mismatch = self.first_mismatch or msg
                 if self.mismatches <= self.MAX_REPORTS:
                     self.logger.error(msg)
@@ -310,17 +351,20 @@ class AxisScoreboard(uvm_scoreboard):
         return len(self.expected)
 
     def report_phase(self):
-        self.logger.info(f"driven {self.driven}, matched {self.matches}, mismatched "
-                         f"{self.mismatches}, expected left {len(self.expected)}, "
-                         f"unexpected left {len(self.observed)}")
+        self.logger.info(
+            f"driven {self.driven}, matched {self.matches}, mismatched "
+            f"{self.mismatches}, expected left {len(self.expected)}, "
+            f"unexpected left {len(self.observed)}"
+        )
 
     def check_phase(self):
-        assert self.mismatches == 0, \
+        assert self.mismatches == 0, (
             f"{self.mismatches} scoreboard mismatch(es); first: {self.first_mismatch}"
-        assert not self.expected, \
+        )
+        assert not self.expected, (
             f"{len(self.expected)} expected output(s) never arrived; first: {self.expected[0]}"
-        assert not self.observed, \
-            f"{len(self.observed)} unexpected output(s); first: {self.observed[0]}"
+        )
+        assert not self.observed, f"{len(self.observed)} unexpected output(s); first: {self.observed[0]}"
         assert self.matches > 0 or self.driven == 0, "nothing compared"
 
 
@@ -361,8 +405,12 @@ class AxisEnv(uvm_env):
         missing frames then fail ``check_phase``) — then ``drain_idle`` more cycles so
         that unexpected extra output shows up in ``check_phase`` too."""
         await drain_until(
-            self.clk, lambda: self.driver.idle() and not self.scoreboard.outstanding(),
-            lambda: self.monitor.seen, self.cfg.drain_timeout, self.cfg.drain_idle,
+            self.clk,
+            lambda: self.driver.idle() and not self.scoreboard.outstanding(),
+            lambda: self.monitor.seen,
+            self.cfg.drain_timeout,
+            self.cfg.drain_idle,
             lambda quiet: self.logger.warning(
-                f"no output for {quiet} cycles with "
-                f"{self.scoreboard.outstanding()} outputs outstanding"))
+                f"no output for {quiet} cycles with {self.scoreboard.outstanding()} outputs outstanding"
+            ),
+        )

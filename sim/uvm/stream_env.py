@@ -54,6 +54,7 @@ Cost: every driver, responder and monitor is a coroutine woken at every clock ed
 (like the cocotbext-axi streams it mirrors): a few thousand cycles per second per
 handful of ports on Verilator.
 """
+
 import random
 import re
 from collections import deque
@@ -61,17 +62,41 @@ from dataclasses import dataclass, field
 
 from cocotb.triggers import Event, RisingEdge
 from cocotb.utils import get_sim_time
-from pyuvm import (ConfigDB, uvm_agent, uvm_analysis_port, uvm_component, uvm_driver,
-                   uvm_env, uvm_monitor, uvm_scoreboard, uvm_sequence, uvm_sequence_item,
-                   uvm_sequencer, uvm_subscriber)
+from pyuvm import (
+    ConfigDB,
+    uvm_agent,
+    uvm_analysis_port,
+    uvm_component,
+    uvm_driver,
+    uvm_env,
+    uvm_monitor,
+    uvm_scoreboard,
+    uvm_sequence,
+    uvm_sequence_item,
+    uvm_sequencer,
+    uvm_subscriber,
+)
 
 from ..cocotb_util import drain_until, random_pause, reset_dut
 from ..valid_ready import FieldStreamSink, FieldStreamSource
 from .axis_env import AxisSequence
 
-__all__ = ["StreamItem", "StreamPort", "StreamEnvConfig", "StreamSequencer", "StreamSequence",
-           "StreamQueueSequence", "StreamDriver", "StreamResponder", "StreamMonitor",
-           "StreamAgent", "StreamModel", "StreamScoreboard", "StreamEnv", "CONFIG_KEY"]
+__all__ = [
+    "StreamItem",
+    "StreamPort",
+    "StreamEnvConfig",
+    "StreamSequencer",
+    "StreamSequence",
+    "StreamQueueSequence",
+    "StreamDriver",
+    "StreamResponder",
+    "StreamMonitor",
+    "StreamAgent",
+    "StreamModel",
+    "StreamScoreboard",
+    "StreamEnv",
+    "CONFIG_KEY",
+]
 
 CONFIG_KEY = "stream_cfg"
 
@@ -111,13 +136,11 @@ class StreamItem(uvm_sequence_item):
 
     def differences(self, expected):
         """Differences from ``expected`` on the fields it names; [] if none."""
-        diff = {k: (self.fields.get(k), v) for k, v in expected.fields.items()
-                if self.fields.get(k) != v}
+        diff = {k: (self.fields.get(k), v) for k, v in expected.fields.items() if self.fields.get(k) != v}
         return [f"{k}={g!r} (expected {e!r})" for k, (g, e) in diff.items()]
 
     def __eq__(self, other):
-        return isinstance(other, StreamItem) and self.port == other.port \
-            and self.fields == other.fields
+        return isinstance(other, StreamItem) and self.port == other.port and self.fields == other.fields
 
     __hash__ = None
 
@@ -137,6 +160,7 @@ class StreamPort:
     * ``sample``: plain DUT signals whose values the monitor records with every
       transfer of this port (``item.sampled``), e.g. ``("egress_room",)``.
     """
+
     prefix: str
     fields: tuple = None
     pause: float = 0.0
@@ -157,6 +181,7 @@ class StreamEnvConfig:
     * ``drain_idle``: cycles :meth:`StreamEnv.drain` waits afterwards, so unexpected
       extra output shows up too.
     """
+
     dut: object
     model: object = None
     inputs: list = field(default_factory=list)
@@ -282,7 +307,7 @@ class StreamResponder(uvm_component):
 
     def start_of_simulation_phase(self):
         self.sink = _attach(FieldStreamSink, self.cfg, self.port, "rsp")
-        self.sink.queue = deque(maxlen=0)       # the monitor reports transfers
+        self.sink.queue = deque(maxlen=0)  # the monitor reports transfers
 
 
 class StreamMonitor(uvm_monitor):
@@ -306,7 +331,7 @@ class StreamMonitor(uvm_monitor):
         self.ready = getattr(dut, f"{p.prefix}_ready")
         names = p.fields
         if names is None:
-            names = [n[len(p.prefix) + 1:] for n in dir(dut) if n.startswith(p.prefix + "_")]
+            names = [n[len(p.prefix) + 1 :] for n in dir(dut) if n.startswith(p.prefix + "_")]
             names = [n for n in names if n not in ("valid", "ready")]
         self.fields = {n: getattr(dut, f"{p.prefix}_{n}") for n in names}
         self.samples = {n: getattr(dut, n) for n in p.sample}
@@ -318,9 +343,11 @@ class StreamMonitor(uvm_monitor):
             self.cycle += 1
             if valid.value and ready.value:
                 self.seen += 1
-                item = StreamItem(f"{self.port.prefix}{self.seen}",
-                                  {n: int(s.value) for n, s in self.fields.items()},
-                                  self.port.prefix)
+                item = StreamItem(
+                    f"{self.port.prefix}{self.seen}",
+                    {n: int(s.value) for n, s in self.fields.items()},
+                    self.port.prefix,
+                )
                 item.cycle, item.time = self.cycle, get_sim_time("step")
                 item.sampled = {n: int(s.value) for n, s in self.samples.items()}
                 self.ap.write(item)
@@ -393,7 +420,7 @@ class StreamScoreboard(uvm_scoreboard):
         self.cfg = _config(self)
         ins, outs = self.cfg.ports()
         self.inputs = {p.prefix for p in ins}
-        self.order = {p.prefix: i for i, p in enumerate(outs + ins)}   # outputs first
+        self.order = {p.prefix: i for i, p in enumerate(outs + ins)}  # outputs first
         model = self.cfg.model
         if model is None:
             model = StreamModel()
@@ -402,7 +429,7 @@ class StreamScoreboard(uvm_scoreboard):
         self.model = model
         self.default_port = outs[0].prefix if len(outs) == 1 else None
         self.analysis_export = uvm_subscriber.uvm_AnalysisImp("analysis_export", self, self._seen)
-        self.pending = []               # transfers of the current cycle, not yet applied
+        self.pending = []  # transfers of the current cycle, not yet applied
         self.expected = {p.prefix: deque() for p in outs}
         self.observed = {p.prefix: deque() for p in outs}
         self.counts = {p: 0 for p in self.order}
@@ -446,8 +473,7 @@ class StreamScoreboard(uvm_scoreboard):
             diffs = got.differences(exp)
             if diffs:
                 self.mismatches += 1
-                self.error(f"mismatch on {port}: {'; '.join(diffs)}\n  got      {got}\n"
-                           f"  expected {exp}")
+                self.error(f"mismatch on {port}: {'; '.join(diffs)}\n  got      {got}\n  expected {exp}")
             else:
                 self.matches += 1
 
@@ -457,9 +483,11 @@ class StreamScoreboard(uvm_scoreboard):
 
     def report_phase(self):
         self.flush(force=True)
-        self.logger.info(f"transfers {self.counts}; matched {self.matches}, mismatched "
-                         f"{self.mismatches}, model errors {len(self.errors) - self.mismatches}, "
-                         f"expected left {self.outstanding()}")
+        self.logger.info(
+            f"transfers {self.counts}; matched {self.matches}, mismatched "
+            f"{self.mismatches}, model errors {len(self.errors) - self.mismatches}, "
+            f"expected left {self.outstanding()}"
+        )
 
     def check_phase(self):
         self.flush(force=True)
@@ -467,11 +495,13 @@ class StreamScoreboard(uvm_scoreboard):
             self.error(f"at end: {err}")
         if self.errors:
             kinds = {}
-            for e in self.errors:       # group by message text without numbers
+            for e in self.errors:  # group by message text without numbers
                 k = re.sub(r"\d+", "#", e.split("}: ", 1)[-1])[:120]
                 kinds[k] = kinds.get(k, 0) + 1
-            self.logger.error("scoreboard errors by kind:\n  " + "\n  ".join(
-                f"{n} x {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1])))
+            self.logger.error(
+                "scoreboard errors by kind:\n  "
+                + "\n  ".join(f"{n} x {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+            )
         assert not self.errors, f"{len(self.errors)} scoreboard error(s); first: {self.errors[0]}"
         for port, q in self.expected.items():
             assert not q, f"{len(q)} expected output(s) on {port} never came; first: {q[0]}"
@@ -504,8 +534,9 @@ class StreamEnv(uvm_env):
         # The env ends empty: nothing left in a driver (the scoreboard checks the rest).
         for a in self.agents.values():
             if a.is_input:
-                assert a.driver.idle(), \
+                assert a.driver.idle(), (
                     f"{a.port.prefix}: {a.driver.pending()} item(s) never taken by the DUT"
+                )
 
     def seqr(self, prefix):
         """The sequencer of input port ``prefix``."""
@@ -529,13 +560,19 @@ class StreamEnv(uvm_env):
         """Wait until every input driver is idle, every predicted output has come and
         ``done()`` (if given) is true — giving up after ``drain_timeout`` cycles with
         no transfer on any port — then ``drain_idle`` more cycles."""
+
         def finished():
             self.scoreboard.flush()
-            return (self.inputs_idle() and not self.scoreboard.outstanding()
-                    and (done is None or done()))
+            return self.inputs_idle() and not self.scoreboard.outstanding() and (done is None or done())
+
         await drain_until(
-            self.clk, finished, self.transfers, self.cfg.drain_timeout, self.cfg.drain_idle,
+            self.clk,
+            finished,
+            self.transfers,
+            self.cfg.drain_timeout,
+            self.cfg.drain_idle,
             lambda quiet: self.logger.warning(
-                f"no transfer for {quiet} cycles; "
-                f"{self.scoreboard.outstanding()} outputs outstanding"))
+                f"no transfer for {quiet} cycles; {self.scoreboard.outstanding()} outputs outstanding"
+            ),
+        )
         self.scoreboard.flush()

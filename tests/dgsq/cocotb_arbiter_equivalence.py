@@ -13,6 +13,7 @@ Every protocol rule of a stream is kept (valid and payload held until ready).
 At the end the run must have reached grants, room stalls, slots refused, unknown
 arrivals and lease write-offs (else the traffic would not test them).
 """
+
 import heapq
 import os
 import random
@@ -23,8 +24,14 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from opengse.sim.runner import test_params
 
-STATS = ("stat_grants", "stat_requests", "stat_req_no_slot", "stat_arr_unknown",
-         "stat_lease_expired", "stat_room_stall")
+STATS = (
+    "stat_grants",
+    "stat_requests",
+    "stat_req_no_slot",
+    "stat_arr_unknown",
+    "stat_lease_expired",
+    "stat_room_stall",
+)
 
 
 class Traffic:
@@ -36,10 +43,10 @@ class Traffic:
         for _ in range(self.n * 3 // 2):
             key = (rng.choice(srcs), rng.randrange(1 << 16))
             self.keys.append((key, rng.choice((0, 3, 3, 5, 7)), rng.randrange(1 << 12)))
-        self.last_seq = {}           # key -> seq of the last GRANT received
-        self.arrivals = []           # heap of (due, n, fields)
+        self.last_seq = {}  # key -> seq of the last GRANT received
+        self.arrivals = []  # heap of (due, n, fields)
         self.arr_n = 0
-        self.req = self.arr = None   # the transfer on offer (held until ready)
+        self.req = self.arr = None  # the transfer on offer (held until ready)
         self.occ = 0
         self.now = 0
         self.grants = 0
@@ -61,8 +68,15 @@ class Traffic:
         if self.req is None and r.random() < self.p_req:
             key, tc, tenant = r.choice(self.keys)
             u = r.random()
-            backlog = (0 if u < 0.15 else r.randrange(1, 64) if u < 0.6
-                       else r.randrange(64, 3000) if u < 0.98 else 0xFFFF)
+            backlog = (
+                0
+                if u < 0.15
+                else r.randrange(1, 64)
+                if u < 0.6
+                else r.randrange(64, 3000)
+                if u < 0.98
+                else 0xFFFF
+            )
             seq = self.last_seq.get(key, 0)
             u = r.random()
             if u < 0.1:
@@ -96,14 +110,19 @@ class Traffic:
         # Egress room and back-pressure
         self.occ = max(0, self.occ - r.randrange(self.drain + 1))
         u = r.random()
-        room = (r.randrange(1 << 16) if u < 0.005 else self.BUF + r.randrange(1, 100)
-                if u < 0.01 else max(0, self.BUF - self.occ))
+        room = (
+            r.randrange(1 << 16)
+            if u < 0.005
+            else self.BUF + r.randrange(1, 100)
+            if u < 0.01
+            else max(0, self.BUF - self.occ)
+        )
         d.egress_room.value = room
         d.m_grant_ready.value = int(r.random() < self.p_ready)
 
     def transfers(self):
         """In ReadOnly: the transfers of the coming clock edge."""
-        d, r = self.d, self.rng
+        d = self.d
         if self.req is not None and d.s_req_ready.value:
             self.req = None
         if self.arr is not None and d.s_arr_ready.value:
@@ -120,8 +139,7 @@ class Traffic:
         if r.random() < self.p_lost:
             return
         u = r.random()
-        total = (max(1, G - r.randrange(1, G)) if u < 0.1 else G + r.randrange(1, G + 1)
-                 if u < 0.2 else G)
+        total = max(1, G - r.randrange(1, G)) if u < 0.1 else G + r.randrange(1, G + 1) if u < 0.2 else G
         k = r.randrange(1, 5)
         cuts = sorted(r.randrange(1, total) for _ in range(k - 1)) if total > 1 else []
         parts = [b - a for a, b in zip([0] + cuts, cuts + [total]) if b > a]
@@ -156,13 +174,17 @@ async def test_equivalence(dut):
         await ReadOnly()
         mism = int(dut.mismatch.value)
         if mism:
-            diff = [f"{name}: new {int(getattr(dut, name).value)} ref "
-                    f"{int(getattr(dut, 'ref_' + name).value)}"
-                    for k, name in enumerate(outputs) if mism >> k & 1]
+            diff = [
+                f"{name}: new {int(getattr(dut, name).value)} ref {int(getattr(dut, 'ref_' + name).value)}"
+                for k, name in enumerate(outputs)
+                if mism >> k & 1
+            ]
             assert False, f"outputs differ at clock {clock}: " + "; ".join(diff)
         tr.transfers()
     stats = {s: int(getattr(dut, s).value) for s in STATS}
-    dut._log.info(f"EQUIV n_req={p['n_req']} clocks={cycles} GRANTs taken={tr.grants} "
-                  + " ".join(f"{k}={v}" for k, v in stats.items()))
+    dut._log.info(
+        f"EQUIV n_req={p['n_req']} clocks={cycles} GRANTs taken={tr.grants} "
+        + " ".join(f"{k}={v}" for k, v in stats.items())
+    )
     for s in STATS:
         assert stats[s] > 0, f"the traffic never reached {s} (nothing compared there)"

@@ -17,6 +17,7 @@ Checks: ``m_deq`` = the releases without dst_node, in order; ``m_done`` = the re
 unchanged; one ``m_meta`` per packet, in order, with the destination its release had
 when it was issued, dgsq = queue, ttl, len = stored length - 18, last; the counters.
 """
+
 import random
 from collections import deque
 
@@ -37,6 +38,8 @@ async def within(coro, what, us=TIMEOUT_US):
         return await with_timeout(coro, us, "us")
     except SimTimeoutError:
         raise AssertionError(f"timed out after {us} us waiting for {what}") from None
+
+
 TAG = 18
 
 
@@ -52,12 +55,11 @@ class FramingBench:
         self.done = FieldStreamSource(dut, "s_done", dut.clk, fields=["queue", "bytes", "pkts"])
         self.deq = FieldStreamSink(dut, "m_deq", dut.clk, fields=["queue", "credit"])
         self.mdone = FieldStreamSink(dut, "m_done", dut.clk, fields=["queue", "bytes", "pkts"])
-        self.meta = FieldStreamSink(dut, "m_meta", dut.clk,
-                                    fields=["dst_node", "dgsq", "ttl", "len", "last"])
+        self.meta = FieldStreamSink(dut, "m_meta", dut.clk, fields=["dst_node", "dgsq", "ttl", "len", "last"])
         self.dst = {q: self.rng.randrange(65536) for q in range(queues)}
-        self.issued = deque()           # releases sent, for the VOQ model to check
+        self.issued = deque()  # releases sent, for the VOQ model to check
         self.expect_meta = deque()
-        self.reports = deque()          # (due clock, report) in release order
+        self.reports = deque()  # (due clock, report) in release order
         self.sent_reports = []
         self.outstanding = set()
         self.empties = 0
@@ -80,8 +82,9 @@ class FramingBench:
         assert self.deq.empty() and self.mdone.empty()
         st = self.dut
         assert int(st.stat_releases.value) == self.n_rel
-        assert int(st.stat_empty_releases.value) == self.empties, \
+        assert int(st.stat_empty_releases.value) == self.empties, (
             f"stat_empty_releases {int(st.stat_empty_releases.value)} != {self.empties}"
+        )
 
     async def _clock(self):
         while True:
@@ -100,7 +103,7 @@ class FramingBench:
             if sent < self.n_rel and free and len(self.issued) < 16:
                 q = self.rng.choice(free)
                 if self.rng.random() < 0.1:
-                    self.dst[q] = self.rng.randrange(65536)     # context reused
+                    self.dst[q] = self.rng.randrange(65536)  # context reused
                 r = {"queue": q, "credit": self.rng.randrange(1 << 16), "dst_node": self.dst[q]}
                 self.outstanding.add(q)
                 self.issued.append(r)
@@ -118,9 +121,15 @@ class FramingBench:
             for j in range(k):
                 stored = self.rng.choice([32, 78, 1518, self.rng.randrange(32, 9018)])
                 self.desc.send({"queue": r["queue"], "len": stored, "last": int(j == k - 1)})
-                self.expect_meta.append({"dst_node": r["dst_node"], "dgsq": r["queue"],
-                                         "ttl": self.p["ttl"], "len": stored - TAG,
-                                         "last": int(j == k - 1)})
+                self.expect_meta.append(
+                    {
+                        "dst_node": r["dst_node"],
+                        "dgsq": r["queue"],
+                        "ttl": self.p["ttl"],
+                        "len": stored - TAG,
+                        "last": int(j == k - 1),
+                    }
+                )
             rep = {"queue": r["queue"], "bytes": self.rng.randrange(1 << 16), "pkts": k}
             self.reports.append((self.clock + self.rng.randrange(0, 40), rep))
 

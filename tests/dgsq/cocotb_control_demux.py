@@ -4,6 +4,7 @@ Reference (plain Python): a decoded header of type REQUEST becomes a request rec
 (backlog = len), one of type GRANT a GRANT record (the manager's fields), any other
 type is dropped and counted; each output keeps the input order.
 """
+
 import random
 
 import cocotb
@@ -13,12 +14,22 @@ from cocotb.triggers import RisingEdge, SimTimeoutError, with_timeout
 from opengse.sim.cocotb_util import random_pause, reset_dut
 from opengse.sim.valid_ready import FieldStreamSink, FieldStreamSource
 
-HDR = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq", "len",
-       "dgsq")
+HDR = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq", "len", "dgsq")
 REQ = ("src_node", "dgsq", "tc", "tenant", "backlog", "seq")
 GRANT = ("type", "src_node", "port", "seq", "len", "dgsq")
-WIDTH = {"type": 4, "flags": 8, "tc": 3, "tenant": 12, "src_node": 16, "dst_node": 16,
-         "port": 8, "ttl": 8, "seq": 16, "len": 16, "dgsq": 16}
+WIDTH = {
+    "type": 4,
+    "flags": 8,
+    "tc": 3,
+    "tenant": 12,
+    "src_node": 16,
+    "dst_node": 16,
+    "port": 8,
+    "ttl": 8,
+    "seq": 16,
+    "len": 16,
+    "dgsq": 16,
+}
 TIMEOUT_US = 500
 
 
@@ -63,6 +74,9 @@ async def test_random_headers(dut):
         await RisingEdge(dut.clk)
     assert req.empty() and grant.empty(), "records beyond the expected ones"
     assert dropped > 20
-    for stat, n in (("stat_requests", len(want_req)), ("stat_grants", len(want_grant)),
-                    ("stat_drop_type", dropped)):
+    for stat, n in (
+        ("stat_requests", len(want_req)),
+        ("stat_grants", len(want_grant)),
+        ("stat_drop_type", dropped),
+    ):
         assert int(getattr(dut, stat).value) == n, f"{stat} {int(getattr(dut, stat).value)} != {n}"

@@ -3,6 +3,7 @@
 
 The same module serves both blocks: it looks at the DUT's ports to know which one.
 """
+
 import random
 
 import cocotb
@@ -14,8 +15,7 @@ from scapy.layers.l2 import Ether
 from opengse.sim.gse_scapy import GSE, control_frame
 from opengse.sim.valid_ready import FieldStreamSink, FieldStreamSource
 
-FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq",
-          "len", "dgsq")
+FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq", "len", "dgsq")
 DA, SA = "02:00:00:00:00:02", "02:00:00:00:00:01"
 
 
@@ -25,11 +25,19 @@ def _pauses(rng, p):
 
 
 def _random_fields(rng, kind=None):
-    f = {"type": kind if kind is not None else rng.choice((1, 2)), "flags": 0,
-         "tc": rng.randrange(8), "tenant": rng.randrange(4096), "src_node": rng.randrange(65536),
-         "dst_node": rng.randrange(65536), "port": rng.randrange(256),
-         "ttl": rng.randrange(1, 256), "seq": rng.randrange(65536), "len": rng.randrange(65536),
-         "dgsq": rng.randrange(65536)}
+    f = {
+        "type": kind if kind is not None else rng.choice((1, 2)),
+        "flags": 0,
+        "tc": rng.randrange(8),
+        "tenant": rng.randrange(4096),
+        "src_node": rng.randrange(65536),
+        "dst_node": rng.randrange(65536),
+        "port": rng.randrange(256),
+        "ttl": rng.randrange(1, 256),
+        "seq": rng.randrange(65536),
+        "len": rng.randrange(65536),
+        "dgsq": rng.randrange(65536),
+    }
     return f
 
 
@@ -61,8 +69,7 @@ async def test_frames(dut):
             rx = await sink.recv()
             raw = bytes(rx.tdata)
             kind = {1: "REQUEST", 2: "GRANT"}[f["type"]]
-            want = control_frame(kind, dst=DA, src=SA,
-                                 **{k: v for k, v in f.items() if k != "type"})
+            want = control_frame(kind, dst=DA, src=SA, **{k: v for k, v in f.items() if k != "type"})
             assert raw == want, f"{raw.hex()} != {want.hex()}"
             assert len(raw) == 60
         for _ in range(4):
@@ -78,8 +85,9 @@ async def test_frames(dut):
     expect, counts = [], {"ctl": 0, "other": 0, "malformed": 0, "err": 0}
     for _ in range(300):
         f = _random_fields(rng)
-        case = rng.choice(["ok"] * 5 + ["data", "probe", "ver", "type", "ttl0", "short",
-                                        "ipv4", "err", "long"])
+        case = rng.choice(
+            ["ok"] * 5 + ["data", "probe", "ver", "type", "ttl0", "short", "ipv4", "err", "long"]
+        )
         kind = {1: "REQUEST", 2: "GRANT"}[f["type"]]
         raw = control_frame(kind, dst=DA, src=SA, **{k: v for k, v in f.items() if k != "type"})
         user = 0
@@ -99,7 +107,7 @@ async def test_frames(dut):
             raw = raw[:23] + bytes([0]) + raw[24:]
             counts["malformed"] += 1
         elif case == "short":
-            raw = raw[:rng.randrange(14, 32)]
+            raw = raw[: rng.randrange(14, 32)]
             counts["malformed"] += 1
         elif case == "ipv4":
             raw = raw[:12] + b"\x08\x00" + raw[14:]

@@ -44,6 +44,7 @@ decoder: the 5th output's ``seq``), ``stat`` expects one more ``stat_frames`` /
 ``stat_drop_err`` than the reference says, ``accept`` makes the decoder's reference
 accept frames with ``ttl`` 0 (the scoreboard must see them missing).
 """
+
 import os
 import random
 
@@ -59,17 +60,22 @@ from opengse.sim.gse_scapy import GSE, GSE_ETHERTYPE, GSE_TYPES, control_frame
 from opengse.sim.runner import test_params
 from opengse.sim.traffic import random_tag_fields
 from opengse.sim.uvm import axis_env, stream_env
-from opengse.sim.uvm.axis_env import (AxisDriver, AxisEnvConfig, AxisItem, AxisMonitor,
-                                      AxisScoreboard, AxisSequence, AxisSequencer)
-from opengse.sim.uvm.stream_env import (StreamEnv, StreamEnvConfig, StreamItem, StreamPort,
-                                        StreamSequence)
+from opengse.sim.uvm.axis_env import (
+    AxisDriver,
+    AxisEnvConfig,
+    AxisItem,
+    AxisMonitor,
+    AxisScoreboard,
+    AxisSequence,
+    AxisSequencer,
+)
+from opengse.sim.uvm.stream_env import StreamEnv, StreamEnvConfig, StreamItem, StreamPort, StreamSequence
 
-FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq",
-          "len", "dgsq")
+FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq", "len", "dgsq")
 KINDS = {1: "REQUEST", 2: "GRANT"}
 FRAME_BYTES = 60
 BREAK = {b for b in os.environ.get("CTL_UVM_BREAK", "").split(",") if b}
-BREAK_AT = 5                    # which output the ``data`` corruption hits
+BREAK_AT = 5  # which output the ``data`` corruption hits
 SEED = int(os.environ.get("CTL_UVM_SEED", 61))
 COUNT = int(os.environ.get("CTL_UVM_COUNT", 1000))
 
@@ -80,8 +86,7 @@ IS_DECODER = _top is not None and hasattr(_top, "m_ctl_valid")
 
 def random_fields(r, kind=None):
     """Header fields of a REQUEST (type 1) or GRANT (type 2), every field random."""
-    return random_tag_fields(r, r.randrange(65536), types=(kind,) if kind else (1, 2),
-                             flag_bits=8)
+    return random_tag_fields(r, r.randrange(65536), types=(kind,) if kind else (1, 2), flag_bits=8)
 
 
 def random_mac(r):
@@ -95,6 +100,7 @@ def reference_frame(fields, da, sa):
 
 
 # -- decoder reference --------------------------------------------------------------
+
 
 def decode_reference(raw, error):
     """``(class, fields)``: what the decoder must do with a frame (scapy dissection).
@@ -124,8 +130,8 @@ class DecoderReference:
 
     def __init__(self):
         self.counts = dict.fromkeys(("ctl", "other", "malformed", "err"), 0)
-        self.kinds = {}             # frame note -> count (coverage)
-        self.types = set()          # REQUEST/GRANT types expected out
+        self.kinds = {}  # frame note -> count (coverage)
+        self.types = set()  # REQUEST/GRANT types expected out
 
     def __call__(self, item):
         cls, fields = decode_reference(item.data, item.error)
@@ -146,11 +152,11 @@ class EncoderReference:
 
     def __call__(self, item):
         self.types.add(item["type"])
-        return [AxisItem("exp", reference_frame(item.fields, self.da, self.sa),
-                         note=KINDS.get(item["type"]))]
+        return [AxisItem("exp", reference_frame(item.fields, self.da, self.sa), note=KINDS.get(item["type"]))]
 
 
 # -- environment ----------------------------------------------------------------------
+
 
 class CtlScoreboard(AxisScoreboard):
     """:class:`~opengse.sim.uvm.axis_env.AxisScoreboard` (in-order comparison, fails
@@ -187,7 +193,7 @@ def corrupted(item):
         bad.cycle, bad.time = item.cycle, item.time
         return bad
     data = bytearray(item.data)
-    data[14 + 10] ^= 1              # GSE seq, high byte
+    data[14 + 10] ^= 1  # GSE seq, high byte
     return AxisItem(item.get_name(), bytes(data), item.error, item.side, item.note)
 
 
@@ -218,10 +224,15 @@ class CtlEnvBase(uvm_env):
         after ``drain_timeout`` clocks without output: what is missing then fails
         ``check_phase``), then ``drain_idle`` clocks so extra output shows up too."""
         await drain_until(
-            self.clk, lambda: self.inputs_idle() and not self.scoreboard.outstanding(),
-            lambda: self.scoreboard.seen, self.acfg.drain_timeout, self.acfg.drain_idle,
+            self.clk,
+            lambda: self.inputs_idle() and not self.scoreboard.outstanding(),
+            lambda: self.scoreboard.seen,
+            self.acfg.drain_timeout,
+            self.acfg.drain_idle,
             lambda quiet: self.logger.warning(
-                f"no output for {quiet} clocks, {self.scoreboard.outstanding()} outstanding"))
+                f"no output for {quiet} clocks, {self.scoreboard.outstanding()} outstanding"
+            ),
+        )
 
 
 class EncoderEnv(CtlEnvBase):
@@ -270,7 +281,7 @@ class HandshakeWatch:
     transfer (bubbles)."""
 
     def __init__(self, dut, prefix):
-        axis = "axis" in prefix         # AXI-Stream: tvalid/tready
+        axis = "axis" in prefix  # AXI-Stream: tvalid/tready
         self.valid = getattr(dut, f"{prefix}_{'t' * axis}valid")
         self.ready = getattr(dut, f"{prefix}_{'t' * axis}ready")
         self.clk = dut.clk
@@ -297,8 +308,10 @@ class HandshakeWatch:
 
 # -- tests --------------------------------------------------------------------------
 
+
 class CtlTestBase(uvm_test):
     """Traffic in bursts with idle gaps; subclasses set the pauses and the mix."""
+
     COUNT, P_IN, P_OUT, SEED_OFFSET, FULL_RATE = COUNT, 0.3, 0.4, 0, False
     GAPS = (0, 0, 1, 2, 5, 17, 60, 200)
 
@@ -319,7 +332,7 @@ class CtlTestBase(uvm_test):
         k = 0
         while k < len(items):
             n = len(items) - k if self.FULL_RATE else r.randint(1, 40)
-            await self.SEQUENCE("burst", items[k:k + n]).start(self.env.seqr)
+            await self.SEQUENCE("burst", items[k : k + n]).start(self.env.seqr)
             k += n
             await self.env.wait_inputs_idle()
             if not self.FULL_RATE:
@@ -329,9 +342,11 @@ class CtlTestBase(uvm_test):
         await self.env.drain()
         self.sent = len(items)
         self.stats = {n: int(getattr(dut, n).value) for n in self.COUNTERS}
-        self.logger.info(f"{self.sent} items, counters {self.stats}, {self.WATCH}: "
-                         f"{self.watch.transfers} transfers, {self.watch.stalls} stalls, "
-                         f"{self.watch.bubbles()} bubbles")
+        self.logger.info(
+            f"{self.sent} items, counters {self.stats}, {self.WATCH}: "
+            f"{self.watch.transfers} transfers, {self.watch.stalls} stalls, "
+            f"{self.watch.bubbles()} bubbles"
+        )
         self.drop_objection()
 
     async def between_bursts(self):
@@ -347,10 +362,18 @@ class EncoderTestBase(CtlTestBase):
         self.model = EncoderReference(self.da, self.sa)
         self.mac_changes = 0
         seed = SEED + self.SEED_OFFSET
-        ConfigDB().set(None, "*", stream_env.CONFIG_KEY, StreamEnvConfig(
-            dut=self.dut, seed=seed, inputs=[StreamPort("s_ctl", FIELDS, pause=self.P_IN)]))
-        ConfigDB().set(None, "*", axis_env.CONFIG_KEY, AxisEnvConfig(
-            dut=self.dut, model=self.model, p_out=self.P_OUT, seed=seed))
+        ConfigDB().set(
+            None,
+            "*",
+            stream_env.CONFIG_KEY,
+            StreamEnvConfig(dut=self.dut, seed=seed, inputs=[StreamPort("s_ctl", FIELDS, pause=self.P_IN)]),
+        )
+        ConfigDB().set(
+            None,
+            "*",
+            axis_env.CONFIG_KEY,
+            AxisEnvConfig(dut=self.dut, model=self.model, p_out=self.P_OUT, seed=seed),
+        )
         self.env = EncoderEnv("env", self)
 
     def before_reset(self):
@@ -375,26 +398,40 @@ class EncoderTestBase(CtlTestBase):
     def items(self):
         r = self.rng
         fixed = [random_fields(r, 1), random_fields(r, 2)]
-        fixed[0].update(ttl=1, seq=0, len=0, flags=0, tenant=0, tc=0)             # extremes
-        fixed[1].update(ttl=255, seq=0xFFFF, len=0xFFFF, flags=0xFF, tenant=0xFFF, tc=7,
-                        src_node=0xFFFF, dst_node=0xFFFF, port=0xFF, dgsq=0xFFFF)
+        fixed[0].update(ttl=1, seq=0, len=0, flags=0, tenant=0, tc=0)  # extremes
+        fixed[1].update(
+            ttl=255,
+            seq=0xFFFF,
+            len=0xFFFF,
+            flags=0xFF,
+            tenant=0xFFF,
+            tc=7,
+            src_node=0xFFFF,
+            dst_node=0xFFFF,
+            port=0xFF,
+            dgsq=0xFFFF,
+        )
         fields = fixed + [random_fields(r) for _ in range(self.COUNT - 2)]
         return [StreamItem("in", f, "s_ctl", note=KINDS[f["type"]]) for f in fields]
 
     def check_phase(self):
         # After the scoreboard's and monitors' checks (children first).
         want = self.sent + ("stat" in BREAK)
-        assert self.stats["stat_frames"] == want, \
+        assert self.stats["stat_frames"] == want, (
             f"counter stat_frames {self.stats['stat_frames']} != expected {want}"
-        assert self.env.scoreboard.matches == self.sent, \
+        )
+        assert self.env.scoreboard.matches == self.sent, (
             f"{self.env.scoreboard.matches} frames compared, {self.sent} headers sent"
+        )
         assert self.model.types == {1, 2}, f"frame types exercised: {self.model.types}"
         beats = -(-FRAME_BYTES // (self.params["data_width"] // 8))
-        assert self.watch.transfers == beats * self.sent, \
+        assert self.watch.transfers == beats * self.sent, (
             f"{self.watch.transfers} beats on m_axis, expected {beats} x {self.sent}"
+        )
         if self.FULL_RATE:
-            assert self.watch.bubbles() == 0, \
+            assert self.watch.bubbles() == 0, (
                 f"{self.watch.bubbles()} idle clocks between frames at full rate"
+            )
         else:
             assert self.mac_changes > 0, "the MAC addresses never changed"
 
@@ -404,16 +441,36 @@ class DecoderTestBase(CtlTestBase):
     COUNTERS = ("stat_ctl", "stat_drop_other", "stat_drop_malformed", "stat_drop_err")
     #: frame kind -> weight (the cases of cocotb_control_frames.py, plus ``trim``,
     #: ``runt``, ``ethertype``)
-    MIX = {"ok": 10, "long": 2, "trim": 2, "data": 1, "probe": 1, "ver": 1, "type": 1,
-           "ttl0": 1, "short": 1, "runt": 1, "ethertype": 1, "err": 1}
+    MIX = {
+        "ok": 10,
+        "long": 2,
+        "trim": 2,
+        "data": 1,
+        "probe": 1,
+        "ver": 1,
+        "type": 1,
+        "ttl0": 1,
+        "short": 1,
+        "runt": 1,
+        "ethertype": 1,
+        "err": 1,
+    }
 
     def configure(self):
         self.model = DecoderReference()
         seed = SEED + self.SEED_OFFSET
-        ConfigDB().set(None, "*", stream_env.CONFIG_KEY, StreamEnvConfig(
-            dut=self.dut, seed=seed, outputs=[StreamPort("m_ctl", FIELDS, pause=self.P_OUT)]))
-        ConfigDB().set(None, "*", axis_env.CONFIG_KEY, AxisEnvConfig(
-            dut=self.dut, model=self.model, p_in=self.P_IN, seed=seed))
+        ConfigDB().set(
+            None,
+            "*",
+            stream_env.CONFIG_KEY,
+            StreamEnvConfig(dut=self.dut, seed=seed, outputs=[StreamPort("m_ctl", FIELDS, pause=self.P_OUT)]),
+        )
+        ConfigDB().set(
+            None,
+            "*",
+            axis_env.CONFIG_KEY,
+            AxisEnvConfig(dut=self.dut, model=self.model, p_in=self.P_IN, seed=seed),
+        )
         self.env = DecoderEnv("env", self)
 
     def before_reset(self):
@@ -428,8 +485,8 @@ class DecoderTestBase(CtlTestBase):
         error = False
         if kind == "long":
             raw += bytes(r.randrange(256) for _ in range(r.randint(1, 100)))
-        elif kind == "trim":        # no padding, down to the bare 32-byte header
-            raw = raw[:r.randint(32, FRAME_BYTES - 1)]
+        elif kind == "trim":  # no padding, down to the bare 32-byte header
+            raw = raw[: r.randint(32, FRAME_BYTES - 1)]
         elif kind == "data":
             raw[14] = 0x10
         elif kind == "probe":
@@ -440,13 +497,12 @@ class DecoderTestBase(CtlTestBase):
             raw[14] = 0x10 | r.randrange(4, 16)
         elif kind == "ttl0":
             raw[14 + 9] = 0
-        elif kind == "short":       # GSE EtherType, header cut short
-            raw = raw[:r.randint(14, 31)]
-        elif kind == "runt":        # not even an EtherType
-            raw = raw[:r.randint(1, 13)]
+        elif kind == "short":  # GSE EtherType, header cut short
+            raw = raw[: r.randint(14, 31)]
+        elif kind == "runt":  # not even an EtherType
+            raw = raw[: r.randint(1, 13)]
         elif kind == "ethertype":
-            et = r.choice([0x0800, 0x86DD, 0x0806, 0x8100, 0x88B4, 0x88B6, 0xB588,
-                           r.randrange(65536)])
+            et = r.choice([0x0800, 0x86DD, 0x0806, 0x8100, 0x88B4, 0x88B6, 0xB588, r.randrange(65536)])
             et = et if et != GSE_ETHERTYPE else 0x0800
             raw[12:14] = et.to_bytes(2, "big")
             n = r.choice([14, r.randint(15, 31), len(raw), len(raw) + r.randint(1, 40)])
@@ -454,36 +510,43 @@ class DecoderTestBase(CtlTestBase):
         elif kind == "err":
             error = True
             if r.random() < 0.3:
-                raw = raw[:r.randint(32, FRAME_BYTES)]
+                raw = raw[: r.randint(32, FRAME_BYTES)]
         return bytes(raw), error
 
     def items(self):
         r = self.rng
         kinds = list(self.MIX)
         weights = [self.MIX[k] for k in kinds]
-        out = [AxisItem("in", *self.frame(k), note=k) for k in kinds]     # each kind once
-        out += [AxisItem("in", *self.frame(k), note=k)
-                for k in r.choices(kinds, weights, k=self.COUNT - len(out))]
+        out = [AxisItem("in", *self.frame(k), note=k) for k in kinds]  # each kind once
+        out += [
+            AxisItem("in", *self.frame(k), note=k) for k in r.choices(kinds, weights, k=self.COUNT - len(out))
+        ]
         r.shuffle(out)
         return out
 
     def check_phase(self):
         # After the scoreboard's checks (children first): counters, coverage, timing.
         c, got = self.model.counts, self.stats
-        want = {"stat_ctl": c["ctl"], "stat_drop_other": c["other"],
-                "stat_drop_malformed": c["malformed"], "stat_drop_err": c["err"]}
+        want = {
+            "stat_ctl": c["ctl"],
+            "stat_drop_other": c["other"],
+            "stat_drop_malformed": c["malformed"],
+            "stat_drop_err": c["err"],
+        }
         if "stat" in BREAK:
             want["stat_drop_err"] += 1
-        errs = [f"counter {name} {got[name]} != expected {want[name]}"
-                for name in want if got[name] != want[name]]
+        errs = [
+            f"counter {name} {got[name]} != expected {want[name]}" for name in want if got[name] != want[name]
+        ]
         assert not errs, "; ".join(errs) + f" (reference classes {c})"
         assert self.env.scoreboard.matches == c["ctl"]
         missing = set(self.MIX) - set(self.model.kinds)
         assert not missing, f"frame kinds never sent: {missing}"
         assert self.model.types == {1, 2}, f"frame types decoded: {self.model.types}"
         if self.FULL_RATE:
-            assert self.watch.stalls == 0, \
+            assert self.watch.stalls == 0, (
                 f"s_axis stalled {self.watch.stalls} clocks with m_ctl always ready"
+            )
 
 
 @pyuvm.test(skip=not IS_ENCODER)
@@ -495,6 +558,7 @@ class EncoderMixed(EncoderTestBase):
 @pyuvm.test(skip=not IS_ENCODER)
 class EncoderFullRate(EncoderTestBase):
     """No pauses anywhere, one burst: back-to-back frames with no bubble."""
+
     COUNT, P_IN, P_OUT, SEED_OFFSET, FULL_RATE = 60, 0.0, 0.0, 1, True
 
 
@@ -508,6 +572,7 @@ class DecoderMixed(DecoderTestBase):
 class DecoderSlowReader(DecoderTestBase):
     """The same mix with ``m_ctl`` mostly not ready: a decoded header still waits
     when the next frame's last beat comes, so the input must stall there."""
+
     COUNT, P_IN, P_OUT, SEED_OFFSET = 300, 0.1, 0.85, 2
 
     def check_phase(self):
@@ -519,5 +584,6 @@ class DecoderSlowReader(DecoderTestBase):
 class DecoderFullRate(DecoderTestBase):
     """Good frames only (every length from 32 bytes), no pauses: the input never
     stalls while ``m_ctl`` is ready."""
+
     COUNT, P_IN, P_OUT, SEED_OFFSET, FULL_RATE = 60, 0.0, 0.0, 1, True
     MIX = {"ok": 4, "long": 1, "trim": 1}

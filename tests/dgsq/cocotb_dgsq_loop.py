@@ -25,6 +25,7 @@ must carry them; in the lossless test consecutive GRANT seqs per queue and the
 manager's ``stat_grant_gap`` 0; frame counts equal on both sides of every link; at
 the end both sides empty (contexts freed, arbiter slots free, outstanding 0).
 """
+
 import os
 import random
 from collections import deque
@@ -40,12 +41,11 @@ SIZES = (64, 300, 1500, 9000)
 MAX_PKT = max(SIZES)
 GRANT_TYPE = 2
 REQUEST_TYPE = 1
-HDR_FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq",
-              "len", "dgsq")
+HDR_FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq", "len", "dgsq")
 DEBUG = bool(int(os.environ.get("DGSQ_LOOP_DEBUG", "0")))
 # The pytest case's seed (DGSQ_LOOP_CASE_SEED), else DGSQ_LOOP_SEED, else each test's own.
 SEED = int(os.environ.get("DGSQ_LOOP_CASE_SEED") or os.environ.get("DGSQ_LOOP_SEED") or 0)
-LOSS_1E2 = 655            # link drop probability x 65536 (1.0e-2)
+LOSS_1E2 = 655  # link drop probability x 65536 (1.0e-2)
 
 
 class LoopBench:
@@ -57,21 +57,21 @@ class LoopBench:
         self.BUF = self.p["buffer_credits"]
         self.SRC, self.DST, self.PORT = self.p["src_node"], self.p["dst_node"], self.p["port"]
         self.now = 0
-        self.pkts = deque()          # offered, not yet accepted: (key, serial, bytes)
-        self.accepted = deque()      # accepted by s_pkt, waiting for m_pkt
-        self.serial = {}             # key -> next serial to offer
-        self.expect = {}             # key -> next serial expected at the egress
-        self.voq = {}                # qid -> deque of (key, serial, bytes)
-        self.qkey = {}               # qid -> key of its current incarnation
-        self.granted = {}            # qid -> credit bytes granted (this incarnation)
-        self.released = {}           # qid -> credit bytes released (this incarnation)
-        self.last_seq = {}           # qid -> seq of its last GRANT (this incarnation)
-        self.rel_out = set()         # qids with a release not yet reported
-        self.rel_done = deque()      # (due, queue, bytes)
-        self.in_fabric = []          # (due, qid, key, serial, bytes, last)
-        self.arr_q = deque()         # arrival reports to drive: (qid, credits, last)
-        self.fabric_tail = {}        # qid -> last arrival time scheduled
-        self.occ = 0                 # egress buffer occupancy, credit units
+        self.pkts = deque()  # offered, not yet accepted: (key, serial, bytes)
+        self.accepted = deque()  # accepted by s_pkt, waiting for m_pkt
+        self.serial = {}  # key -> next serial to offer
+        self.expect = {}  # key -> next serial expected at the egress
+        self.voq = {}  # qid -> deque of (key, serial, bytes)
+        self.qkey = {}  # qid -> key of its current incarnation
+        self.granted = {}  # qid -> credit bytes granted (this incarnation)
+        self.released = {}  # qid -> credit bytes released (this incarnation)
+        self.last_seq = {}  # qid -> seq of its last GRANT (this incarnation)
+        self.rel_out = set()  # qids with a release not yet reported
+        self.rel_done = deque()  # (due, queue, bytes)
+        self.in_fabric = []  # (due, qid, key, serial, bytes, last)
+        self.arr_q = deque()  # arrival reports to drive: (qid, credits, last)
+        self.fabric_tail = {}  # qid -> last arrival time scheduled
+        self.occ = 0  # egress buffer occupancy, credit units
         self.inflight_containers = 0
         self.offered = self.arrived = 0
         self.alloc_seen = 0
@@ -79,8 +79,8 @@ class LoopBench:
         self.max_occ = 0
         self.events = deque(maxlen=4000)
         self.dbg = {}
-        self.max_report_wait = 0     # clocks an arrival report waited for s_arr
-        self.recent = set()          # queues whose data arrived since the buffer was last empty
+        self.max_report_wait = 0  # clocks an arrival report waited for s_arr
+        self.recent = set()  # queues whose data arrived since the buffer was last empty
         self.max_outstanding = 0
 
     async def start(self):
@@ -119,8 +119,13 @@ class LoopBench:
             self.offered += b
 
     def done(self):
-        return (self.arrived == self.offered and not self.pkts and not self.accepted
-                and not self.arr_q and not self.rel_done)
+        return (
+            self.arrived == self.offered
+            and not self.pkts
+            and not self.accepted
+            and not self.arr_q
+            and not self.rel_done
+        )
 
     async def run(self, cycles, *, idle=0.0, pause=0.0, until_done=False):
         d = self.dut
@@ -156,18 +161,22 @@ class LoopBench:
             f_pkt = pkt_cur is not None and int(d.s_pkt_ready.value)
             f_rd = rd_cur is not None and int(d.s_rel_done_ready.value)
             f_arr = arr_cur is not None and int(d.s_arr_ready.value)
-            o_pkt = (int(d.m_pkt_queue.value), int(d.m_pkt_bytes.value),
-                     int(d.m_pkt_tenant.value)) if r_pkt and int(d.m_pkt_valid.value) else None
-            o_rel = (int(d.m_rel_queue.value), int(d.m_rel_credit.value),
-                     int(d.m_rel_dst_node.value)) if r_rel and int(d.m_rel_valid.value) else None
+            o_pkt = (
+                (int(d.m_pkt_queue.value), int(d.m_pkt_bytes.value), int(d.m_pkt_tenant.value))
+                if r_pkt and int(d.m_pkt_valid.value)
+                else None
+            )
+            o_rel = (
+                (int(d.m_rel_queue.value), int(d.m_rel_credit.value), int(d.m_rel_dst_node.value))
+                if r_rel and int(d.m_rel_valid.value)
+                else None
+            )
             mon_req = None
             if int(d.mon_req_valid.value):
-                mon_req = {f: int(getattr(d, f"mon_req_{f}").value)
-                           for f in HDR_FIELDS}
+                mon_req = {f: int(getattr(d, f"mon_req_{f}").value) for f in HDR_FIELDS}
             mon_grant = None
             if int(d.mon_grant_valid.value):
-                mon_grant = {f: int(getattr(d, f"mon_grant_{f}").value)
-                             for f in HDR_FIELDS}
+                mon_grant = {f: int(getattr(d, f"mon_grant_{f}").value) for f in HDR_FIELDS}
             outst = int(d.outstanding.value)
             alloc_now = int(d.mgr_stat_alloc.value) if o_pkt else 0
             await RisingEdge(d.clk)
@@ -179,11 +188,16 @@ class LoopBench:
             if self.occ > self.BUF:
                 # Granted credit fits the room; only overruns exceed it: at most one
                 # maximum packet per container in flight of a busy queue.
-                busy = {q for q, v in self.voq.items() if v} | self.rel_out \
-                    | {it[1] for it in self.in_fabric} | self.recent
+                busy = (
+                    {q for q, v in self.voq.items() if v}
+                    | self.rel_out
+                    | {it[1] for it in self.in_fabric}
+                    | self.recent
+                )
                 slack = self.p["max_inflight"] * units(MAX_PKT) * len(busy)
-                assert self.occ <= self.BUF + slack, \
+                assert self.occ <= self.BUF + slack, (
                     f"egress occupancy {self.occ} > buffer {self.BUF} + overruns {slack}"
+                )
             self.max_occ = max(self.max_occ, self.occ)
             if f_pkt:
                 self.accepted.append(pkt_cur)
@@ -242,8 +256,13 @@ class LoopBench:
             ev.append((self.now, "req", r["dgsq"], r["len"], r["seq"]))
         if rel:
             ev.append((self.now, "rel", rel))
-        for n in ("arb_stat_arr_unknown", "arb_stat_lease_expired", "mgr_stat_grant_gap",
-                  "link_stat_grant_dropped", "link_stat_req_dropped"):
+        for n in (
+            "arb_stat_arr_unknown",
+            "arb_stat_lease_expired",
+            "mgr_stat_grant_gap",
+            "link_stat_grant_dropped",
+            "link_stat_req_dropped",
+        ):
             v = self.stat(n)
             if v != self.dbg.get(n, 0):
                 ev.append((self.now, n, v))
@@ -251,13 +270,29 @@ class LoopBench:
                 if n == "arb_stat_arr_unknown":
                     # DGSQ_LOOP_Q: a queue id, or "all"; default the queue of the last arrival
                     q = os.environ.get("DGSQ_LOOP_Q", "")
-                    q = int(q) if q.isdigit() else q or next(
-                        (e[2][0] for e in reversed(ev) if e[1] == "arr"), None)
-                    self.dut._log.info("arr_unknown at %d; recent events:\n%s", self.now,
-                                       "\n".join(map(str, [e for e in ev if e[1].startswith(("link", "arb", "mgr")) or
-                                                            (e[1] == "arr" and e[2][0] == q) or
-                                                            (e[1] == "rel" and e[2][0] == q) or
-                                                            (e[1] in ("req", "grant") and e[2] == q) or q == "all"][-400:])))
+                    q = (
+                        int(q)
+                        if q.isdigit()
+                        else q or next((e[2][0] for e in reversed(ev) if e[1] == "arr"), None)
+                    )
+                    self.dut._log.info(
+                        "arr_unknown at %d; recent events:\n%s",
+                        self.now,
+                        "\n".join(
+                            map(
+                                str,
+                                [
+                                    e
+                                    for e in ev
+                                    if e[1].startswith(("link", "arb", "mgr"))
+                                    or (e[1] == "arr" and e[2][0] == q)
+                                    or (e[1] == "rel" and e[2][0] == q)
+                                    or (e[1] in ("req", "grant") and e[2] == q)
+                                    or q == "all"
+                                ][-400:],
+                            )
+                        ),
+                    )
 
     # ---- VOQ buffer ------------------------------------------------------------------
     def on_m_pkt(self, qid, nbytes, tenant, *, fresh):
@@ -274,8 +309,9 @@ class LoopBench:
             self.last_seq.pop(qid, None)
         for q, k in self.qkey.items():
             if k == key and q != qid:
-                assert not self.voq.get(q) and q not in self.rel_out, \
+                assert not self.voq.get(q) and q not in self.rel_out, (
                     f"key {key} split over queues {q} and {qid}"
+                )
         self.qkey[qid] = key
         self.voq.setdefault(qid, deque()).append((key, serial, b))
 
@@ -289,8 +325,9 @@ class LoopBench:
             return
         self.granted[q] = self.granted.get(q, 0) + g["len"] * 64
         if self.check_seq and q in self.last_seq:
-            assert g["seq"] == (self.last_seq[q] + 1) & 0xFFFF, \
+            assert g["seq"] == (self.last_seq[q] + 1) & 0xFFFF, (
                 f"queue {q}: GRANT seq {g['seq']} after {self.last_seq[q]}"
+            )
         self.last_seq[q] = g["seq"]
 
     def on_release(self, qid, credit, dst_node):
@@ -300,13 +337,14 @@ class LoopBench:
         assert qid not in self.rel_out, f"second release out for queue {qid}"
         assert credit > 0
         sent = []
-        tot = 0       # credit used: each packet's length rounded up to whole credit units
+        tot = 0  # credit used: each packet's length rounded up to whole credit units
         while v and tot < credit:
             sent.append(v.popleft())
             tot += units(sent[-1][2]) * 64
         self.released[qid] = self.released.get(qid, 0) + tot
-        assert self.released[qid] <= self.granted.get(qid, 0) + units(MAX_PKT) * 64, \
+        assert self.released[qid] <= self.granted.get(qid, 0) + units(MAX_PKT) * 64, (
             f"queue {qid}: released {self.released[qid]} B on {self.granted.get(qid, 0)} B of credit"
+        )
         self.rel_out.add(qid)
         self.rel_done.append((self.now + self.rng.randrange(2, 7), qid, tot, len(sent)))
         # Random latency, but a queue's data is not reordered (the PKTC reorder buffer's job).
@@ -346,24 +384,39 @@ class LoopBench:
         assert s("grant_dec_stat_ctl") == s("grant_enc_stat_frames") - s("link_stat_grant_dropped")
         assert s("grant_dec_stat_ctl") == self.n_grant
         assert s("mgr_stat_grants") + s("mgr_stat_grant_unknown") == self.n_grant
-        for n in ("req_dec_stat_drop_other", "req_dec_stat_drop_malformed", "req_dec_stat_drop_err",
-                  "grant_dec_stat_drop_other", "grant_dec_stat_drop_malformed",
-                  "grant_dec_stat_drop_err", "top_stat_not_request", "mgr_stat_pool_full",
-                  "arb_stat_req_no_slot") + (("arb_stat_arr_unknown",) if lossless else ()):
+        for n in (
+            "req_dec_stat_drop_other",
+            "req_dec_stat_drop_malformed",
+            "req_dec_stat_drop_err",
+            "grant_dec_stat_drop_other",
+            "grant_dec_stat_drop_malformed",
+            "grant_dec_stat_drop_err",
+            "top_stat_not_request",
+            "mgr_stat_pool_full",
+            "arb_stat_req_no_slot",
+        ) + (("arb_stat_arr_unknown",) if lossless else ()):
             assert s(n) == 0, f"{n} = {s(n)}"
 
     def log_stats(self, what):
         names = [n for n in dir(self.dut) if "_stat_" in n]
-        self.dut._log.info("%s after %d cycles: %s; max outstanding %d, max egress occupancy %d, max report wait %d",
-                           what, self.now, ", ".join(f"{n}={self.stat(n)}" for n in sorted(names)),
-                           self.max_outstanding, self.max_occ, self.max_report_wait)
+        self.dut._log.info(
+            "%s after %d cycles: %s; max outstanding %d, max egress occupancy %d, max report wait %d",
+            what,
+            self.now,
+            ", ".join(f"{n}={self.stat(n)}" for n in sorted(names)),
+            self.max_outstanding,
+            self.max_occ,
+            self.max_report_wait,
+        )
 
     async def drain_and_settle(self, bound):
         start = self.now
         await self.run(bound, idle=0.3, pause=0.3, until_done=True)
-        assert self.done(), (f"not drained within {bound} cycles: {self.offered - self.arrived} B "
-                             f"of {self.offered} missing; queues "
-                             f"{ {q: len(v) for q, v in self.voq.items() if v} }")
+        assert self.done(), (
+            f"not drained within {bound} cycles: {self.offered - self.arrived} B "
+            f"of {self.offered} missing; queues "
+            f"{ {q: len(v) for q, v in self.voq.items() if v} }"
+        )
         took = self.now - start
         # Past the idle time (contexts free) and two leases (arbiter write-offs).
         p = self.p
@@ -390,8 +443,9 @@ async def test_loop_lossless(dut):
     tb.offer(keys2, 250)
     took2 = await tb.drain_and_settle(120000)
     tb.log_stats("lossless")
-    dut._log.info("phases drained in %d and %d cycles; %d REQUESTs, %d GRANTs",
-                  took1, took2, tb.n_req, tb.n_grant)
+    dut._log.info(
+        "phases drained in %d and %d cycles; %d REQUESTs, %d GRANTs", took1, took2, tb.n_req, tb.n_grant
+    )
     tb.check_counters_consistent()
     assert tb.stat("link_stat_req_dropped") == tb.stat("link_stat_grant_dropped") == 0
     assert tb.stat("mgr_stat_grant_gap") == 0

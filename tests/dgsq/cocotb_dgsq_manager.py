@@ -9,6 +9,7 @@ latency), and a loss injector on REQUESTs and GRANTs. A shadow
 :class:`~opengse.sim.dgsq_model.SourceModel` predicts every release size and every
 REQUEST's backlog and acknowledged seq.
 """
+
 import os
 import random
 from collections import deque
@@ -21,16 +22,14 @@ from opengse.sim.dgsq_model import ArbiterModel, SourceModel, credit_bytes, unit
 from opengse.sim.runner import test_params
 
 NODE = 5
-REQ_FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq",
-              "len", "dgsq")
+REQ_FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq", "len", "dgsq")
 GRANT_FIELDS = ("type", "src_node", "port", "seq", "len", "dgsq")
 GRANT_TYPE = 2
 REQUEST_TYPE = 1
 
 
 class ManagerBench:
-    def __init__(self, dut, seed, *, loss=0.0, lease=3000, rel_delay=3, latency=20,
-                 grant_every=2):
+    def __init__(self, dut, seed, *, loss=0.0, lease=3000, rel_delay=3, latency=20, grant_every=2):
         self.dut = dut
         self.p = test_params()
         self.rng = random.Random(seed)
@@ -41,23 +40,23 @@ class ManagerBench:
         self.grant_every = grant_every
         self.now = 0
         self.shadow = SourceModel(node_id=NODE)
-        self.voq = {}                # qid -> deque of packet lengths
-        self.qkey = {}               # qid -> key while live
-        self.pkts = deque()          # packets to offer: dict
-        self.inflight_pkts = deque() # offered and accepted, waiting for m_pkt
-        self.arbs = {}               # (dst_node, port) -> ArbiterModel
+        self.voq = {}  # qid -> deque of packet lengths
+        self.qkey = {}  # qid -> key while live
+        self.pkts = deque()  # packets to offer: dict
+        self.inflight_pkts = deque()  # offered and accepted, waiting for m_pkt
+        self.arbs = {}  # (dst_node, port) -> ArbiterModel
         self.grants = deque()
-        self.rel_done = deque()      # (due, fields)
-        self.arrivals = deque()      # (due, arb, fields)
-        self.expect_rel = {}         # qid -> bytes expected on m_rel
+        self.rel_done = deque()  # (due, fields)
+        self.arrivals = deque()  # (due, arb, fields)
+        self.expect_rel = {}  # qid -> bytes expected on m_rel
         self.delivered = 0
         self.offered = 0
         self.lost = {"req": 0, "grant": 0}
         self.requests = 0
         self.wasted = 0
         self.alloc_seen = 0
-        self.pkt_fires = []          # cycles at which s_pkt was accepted
-        self.hooks = deque()         # (cycle, fn(bench)) run once from the loop
+        self.pkt_fires = []  # cycles at which s_pkt was accepted
+        self.hooks = deque()  # (cycle, fn(bench)) run once from the loop
 
     async def start(self):
         d = self.dut
@@ -73,13 +72,13 @@ class ManagerBench:
         d.rst.value = 0
 
     def offer(self, dst_node, port, tc, tenant, nbytes):
-        self.pkts.append({"dst_node": dst_node, "port": port, "tc": tc, "tenant": tenant,
-                          "bytes": nbytes})
+        self.pkts.append({"dst_node": dst_node, "port": port, "tc": tc, "tenant": tenant, "bytes": nbytes})
         self.offered += nbytes
 
     def arb(self, dst_node, port):
-        return self.arbs.setdefault((dst_node, port), ArbiterModel(
-            n_req=64, buffer_credits=16 * 64, grant_credits=64, max_inflight=2))
+        return self.arbs.setdefault(
+            (dst_node, port), ArbiterModel(n_req=64, buffer_credits=16 * 64, grant_credits=64, max_inflight=2)
+        )
 
     def stat(self, name):
         return int(getattr(self.dut, f"stat_{name}").value)
@@ -114,9 +113,11 @@ class ManagerBench:
             fire["s_grant"] = grant_cur is not None and int(d.s_grant_ready.value)
             fire["s_rel_done"] = rd_cur is not None and int(d.s_rel_done_ready.value)
             outs = {}
-            for s, fields in (("m_pkt", ("queue", "tenant", "bytes")),
-                              ("m_rel", ("queue", "credit", "dst_node")),
-                              ("m_req", REQ_FIELDS)):
+            for s, fields in (
+                ("m_pkt", ("queue", "tenant", "bytes")),
+                ("m_rel", ("queue", "credit", "dst_node")),
+                ("m_req", REQ_FIELDS),
+            ):
                 if readies[s] and int(getattr(d, f"{s}_valid").value):
                     outs[s] = {f: int(getattr(d, f"{s}_{f}").value) for f in fields}
             alloc_now = int(d.stat_alloc.value)
@@ -131,10 +132,9 @@ class ManagerBench:
                 g = grant_cur
                 grant_cur = None
                 q = self.shadow.queues.get(g["dgsq"])
-                if q is not None and self.qkey.get(g["dgsq"], (None, None))[:2] == \
-                        (g["src_node"], g["port"]):
+                if q is not None and self.qkey.get(g["dgsq"], (None, None))[:2] == (g["src_node"], g["port"]):
                     if q.backlog == 0 and q.balance >= 0:
-                        self.wasted += 1      # nothing to send and no debt to repay
+                        self.wasted += 1  # nothing to send and no debt to repay
                     rel = self.shadow.grant(g["dgsq"], g["seq"], g["len"], self.now)
                     if rel:
                         self.expect_rel[g["dgsq"]] = rel
@@ -149,18 +149,20 @@ class ManagerBench:
                 src = self.inflight_pkts.popleft()
                 key = (src["dst_node"], src["port"], src["tc"], src["tenant"])
                 assert o["bytes"] == src["bytes"]
-                assert o["tenant"] == src["tenant"] % self.p["n_tenants"], \
+                assert o["tenant"] == src["tenant"] % self.p["n_tenants"], (
                     f"m_pkt tenant {o['tenant']} for tenant {src['tenant']}"
+                )
                 qid = o["queue"]
                 old = self.qkey.get(qid)
-                fresh = alloc_now > self.alloc_seen      # this packet allocated its context
+                fresh = alloc_now > self.alloc_seen  # this packet allocated its context
                 self.alloc_seen = alloc_now
                 if old is not None and old != key:
                     assert fresh, f"context {qid} of {old} given to {key}"
                 if fresh and qid in self.shadow.queues:
                     q = self.shadow.queues[qid]
-                    assert q.backlog == 0 and not q.rel_pending, \
+                    assert q.backlog == 0 and not q.rel_pending, (
                         f"context {qid} reused while {old} still has backlog"
+                    )
                     del self.shadow.queues[qid]
                 self.qkey[qid] = key
                 self.voq.setdefault(qid, deque()).append(o["bytes"])
@@ -170,22 +172,29 @@ class ManagerBench:
                 o = outs["m_rel"]
                 want = self.expect_rel.pop(o["queue"], None)
                 assert want == o["credit"], f"release {o} expected {want}"
-                assert o["dst_node"] == self.qkey[o["queue"]][0], \
+                assert o["dst_node"] == self.qkey[o["queue"]][0], (
                     f"release {o} of queue key {self.qkey[o['queue']]}"
+                )
                 sent = []
                 tot = 0
                 v = self.voq[o["queue"]]
-                while v and tot < o["credit"]:    # credit used: lengths rounded up to units
+                while v and tot < o["credit"]:  # credit used: lengths rounded up to units
                     b = v.popleft()
                     sent.append(b)
                     tot += credit_bytes(b)
                 self.shadow.release(o["queue"], o["credit"])
-                self.rel_done.append((self.now + self.rel_delay,
-                                      {"queue": o["queue"], "bytes": tot, "pkts": len(sent)}))
+                self.rel_done.append(
+                    (self.now + self.rel_delay, {"queue": o["queue"], "bytes": tot, "pkts": len(sent)})
+                )
                 dst, port = self.qkey[o["queue"]][:2]
                 for k, b in enumerate(sent):
-                    self.arrivals.append((self.now + self.latency + k, (dst, port),
-                                          (NODE, o["queue"], units(b), k == len(sent) - 1)))
+                    self.arrivals.append(
+                        (
+                            self.now + self.latency + k,
+                            (dst, port),
+                            (NODE, o["queue"], units(b), k == len(sent) - 1),
+                        )
+                    )
                 self.delivered += sum(sent)
             if "m_req" in outs:
                 o = outs["m_req"]
@@ -199,8 +208,9 @@ class ManagerBench:
                 if self.rng.random() < self.loss:
                     self.lost["req"] += 1
                 else:
-                    self.arb(key[0], key[1]).request(NODE, o["dgsq"], key[2], key[3], o["len"],
-                                                     o["seq"], self.now)
+                    self.arb(key[0], key[1]).request(
+                        NODE, o["dgsq"], key[2], key[3], o["len"], o["seq"], self.now
+                    )
             while self.hooks and self.hooks[0][0] <= self.now:
                 self.hooks.popleft()[1](self)
             # The egress side: arrivals, leases, one decision per port every few clocks.
@@ -218,11 +228,25 @@ class ManagerBench:
                         else:
                             s = arb.slots.get(key)
                             seq = s.gseq if s else 0
-                            self.grants.append({"type": GRANT_TYPE, "src_node": dst, "dst_node": NODE,
-                                                "port": port, "seq": seq, "len": arb.G,
-                                                "dgsq": key[1], "ttl": 64})
-            if until_done and self.now % 128 == 0 and self.delivered == self.offered \
-                    and not self.pkts and not self.inflight_pkts:
+                            self.grants.append(
+                                {
+                                    "type": GRANT_TYPE,
+                                    "src_node": dst,
+                                    "dst_node": NODE,
+                                    "port": port,
+                                    "seq": seq,
+                                    "len": arb.G,
+                                    "dgsq": key[1],
+                                    "ttl": 64,
+                                }
+                            )
+            if (
+                until_done
+                and self.now % 128 == 0
+                and self.delivered == self.offered
+                and not self.pkts
+                and not self.inflight_pkts
+            ):
                 break
         d.s_pkt_valid.value = 0
         d.s_grant_valid.value = 0
@@ -231,8 +255,9 @@ class ManagerBench:
 
 def _traffic(tb, n_keys, n_pkts, sizes=(64, 300, 1500, 9000)):
     rng = tb.rng
-    keys = [(rng.randrange(1, 8), rng.randrange(4), rng.randrange(8), rng.randrange(4096))
-            for _ in range(n_keys)]
+    keys = [
+        (rng.randrange(1, 8), rng.randrange(4), rng.randrange(8), rng.randrange(4096)) for _ in range(n_keys)
+    ]
     for _ in range(n_pkts):
         k = rng.choice(keys)
         tb.offer(*k, rng.choice(sizes))
@@ -240,15 +265,23 @@ def _traffic(tb, n_keys, n_pkts, sizes=(64, 300, 1500, 9000)):
 
 
 def _bogus_grant(**fields):
-    g = {"type": GRANT_TYPE, "src_node": 1, "dst_node": NODE, "port": 0, "seq": 0, "len": 64,
-         "dgsq": 0, "ttl": 64}
+    g = {
+        "type": GRANT_TYPE,
+        "src_node": 1,
+        "dst_node": NODE,
+        "port": 0,
+        "seq": 0,
+        "len": 64,
+        "dgsq": 0,
+        "ttl": 64,
+    }
     g.update(fields)
     return g
 
 
 def _grant_to_live_context_from_stranger(tb):
     qid = min(tb.qkey) if tb.qkey else 0
-    tb.grants.append(_bogus_grant(src_node=0x7FFF, dgsq=qid))   # no key has this dst_node
+    tb.grants.append(_bogus_grant(src_node=0x7FFF, dgsq=qid))  # no key has this dst_node
 
 
 @cocotb.test()
@@ -260,8 +293,7 @@ async def test_closed_loop(dut):
     await tb.start()
     n = test_params()["n_ctx"]
     # Not ours: a REQUEST type, a dgsq beyond the pool, a free context, another key.
-    tb.grants.extend([_bogus_grant(type=REQUEST_TYPE), _bogus_grant(dgsq=n),
-                      _bogus_grant(dgsq=1)])
+    tb.grants.extend([_bogus_grant(type=REQUEST_TYPE), _bogus_grant(dgsq=n), _bogus_grant(dgsq=1)])
     tb.hooks.append((3000, _grant_to_live_context_from_stranger))
     _traffic(tb, 12, 1500)
     await tb.run(200000, pause=0.2, until_done=True)
@@ -316,8 +348,14 @@ async def test_control_loss(dut):
         gaps0, ref0 = tb.stat("grant_gap"), tb.stat("refresh")
         _traffic(tb, 10, 3000)
         await tb.run(600000, until_done=True)
-        dut._log.info("loss %g: lost %s; seq gaps seen %d, refreshes %d, cycles %d", loss,
-                      tb.lost, tb.stat("grant_gap") - gaps0, tb.stat("refresh") - ref0, tb.now)
+        dut._log.info(
+            "loss %g: lost %s; seq gaps seen %d, refreshes %d, cycles %d",
+            loss,
+            tb.lost,
+            tb.stat("grant_gap") - gaps0,
+            tb.stat("refresh") - ref0,
+            tb.now,
+        )
         assert tb.delivered == tb.offered, f"loss {loss}: {tb.offered - tb.delivered} bytes stalled"
         if tb.lost["grant"]:
             assert tb.stat("grant_gap") > gaps0, "lost GRANTs not visible as seq gaps"

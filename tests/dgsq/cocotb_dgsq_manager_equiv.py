@@ -10,7 +10,8 @@ that it reaches every part of the manager:
 * GRANTs to the queues the REQUESTs named, with seq in order, skipped (gaps) or
   repeated, and GRANTs that match nothing (another node or port, an id beyond the
   pool, a type other than GRANT);
-* release reports (with a random ``pkts``, which the manager ignores) answering each release after a random delay with the credit, less,
+* release reports (with a random ``pkts``, which the manager ignores) answering each
+  release after a random delay with the credit, less,
   more or a random figure, and now and then a report nobody asked for;
 * random back-pressure on ``m_pkt``, ``m_req`` and ``m_rel`` and random idle clocks,
   in phases (busy, stalled, quiet: contexts age, refresh and free), a change of
@@ -19,6 +20,7 @@ that it reaches every part of the manager:
 Fails at the first clock where any output differs, naming the outputs; at the end,
 fails unless every counter that marks one of these cases moved.
 """
+
 import json
 import os
 import random
@@ -31,9 +33,19 @@ from cocotb.triggers import ReadOnly, RisingEdge
 from opengse.sim.runner import test_params
 
 GRANT_TYPE = 2
-COVERED = ("pool_full", "alloc", "freed", "requests", "refresh", "grants", "grant_unknown",
-           "grant_gap", "grant_unused", "releases")
-PHASES = {   # p_pkt, p_grant, stall probability of m_pkt / m_req / m_rel, report delay
+COVERED = (
+    "pool_full",
+    "alloc",
+    "freed",
+    "requests",
+    "refresh",
+    "grants",
+    "grant_unknown",
+    "grant_gap",
+    "grant_unused",
+    "releases",
+)
+PHASES = {  # p_pkt, p_grant, stall probability of m_pkt / m_req / m_rel, report delay
     "busy": (0.9, 0.3, (0.0, 0.1, 0.0), 4),
     "mixed": (0.5, 0.2, (0.3, 0.3, 0.3), 20),
     "stalled": (0.8, 0.4, (0.9, 0.8, 0.9), 40),
@@ -50,17 +62,19 @@ class EquivBench:
         self.n = self.p["n_ctx"]
         self.rng = random.Random(seed)
         self.names = json.loads(os.environ["EQUIV_NAMES"])
-        self.keys = [(self.rng.randrange(1, 6), self.rng.randrange(4), self.rng.randrange(8),
-                      self.rng.randrange(4096)) for _ in range(3 * self.n)]
+        self.keys = [
+            (self.rng.randrange(1, 6), self.rng.randrange(4), self.rng.randrange(8), self.rng.randrange(4096))
+            for _ in range(3 * self.n)
+        ]
         self.clock = 0
         self.stats = dict.fromkeys(COVERED, 0)
         self.clear()
 
     def clear(self):
         self.pkt = self.grant = self.report = None
-        self.queues = {}          # qid -> [src_node, port, next seq] learned from REQUESTs
-        self.reports = deque()    # (due clock, queue, bytes)
-        self.taken = deque()      # packets taken, not yet out on m_pkt
+        self.queues = {}  # qid -> [src_node, port, next seq] learned from REQUESTs
+        self.reports = deque()  # (due clock, queue, bytes)
+        self.taken = deque()  # packets taken, not yet out on m_pkt
 
     def _set(self, port, fields):
         for k, v in fields.items():
@@ -73,24 +87,29 @@ class EquivBench:
 
     def _new_grant(self):
         r = self.rng
-        g = {"type": GRANT_TYPE, "src_node": r.randrange(1, 6), "port": r.randrange(4),
-             "seq": r.randrange(1 << 16), "len": r.choice((0, 1, 16, 64, 64, 64, 200, 1023)),
-             "dgsq": r.randrange(self.n)}
+        g = {
+            "type": GRANT_TYPE,
+            "src_node": r.randrange(1, 6),
+            "port": r.randrange(4),
+            "seq": r.randrange(1 << 16),
+            "len": r.choice((0, 1, 16, 64, 64, 64, 200, 1023)),
+            "dgsq": r.randrange(self.n),
+        }
         x = r.random()
         if self.queues and x < 0.8:
             g["dgsq"] = q = r.choice(sorted(self.queues))
             src, port, seq = self.queues[q]
             g["src_node"], g["port"] = src, port
             if x < 0.05:
-                g["port"] ^= 1                               # another egress: unknown
+                g["port"] ^= 1  # another egress: unknown
             else:
                 y = r.random()
                 g["seq"] = (seq + (1 if y < 0.1 else -1 if y < 0.15 else 0)) & 0xFFFF
                 self.queues[q][2] = (g["seq"] + 1) & 0xFFFF
         elif x < 0.87:
-            g["dgsq"] = r.randrange(self.n, 1 << 16)         # beyond the pool
+            g["dgsq"] = r.randrange(self.n, 1 << 16)  # beyond the pool
         elif x < 0.93:
-            g["type"] = r.choice((0, 1, 3, 15))              # not a GRANT
+            g["type"] = r.choice((0, 1, 3, 15))  # not a GRANT
         return g
 
     def _report_bytes(self, credit):
@@ -110,7 +129,7 @@ class EquivBench:
             self.pkt = self._new_packet()
             self._set("s_pkt", self.pkt)
         elif self.pkt is not None and r.random() < 0.002:
-            self.pkt = None                                   # withdrawn, never taken
+            self.pkt = None  # withdrawn, never taken
         d.s_pkt_valid.value = int(self.pkt is not None)
         if self.grant is None and r.random() < p_grant:
             self.grant = self._new_grant()
@@ -135,8 +154,10 @@ class EquivBench:
             neq = int(d.neq.value)
             diff = [n for i, n in enumerate(self.names) if (neq >> i) & 1]
             vals = {n: int(getattr(d, n.replace(".", "_")).value) for n in diff}
-            raise AssertionError(f"clock {self.clock}: outputs differ from the reference: "
-                                 f"{', '.join(diff)} (today's values {vals})")
+            raise AssertionError(
+                f"clock {self.clock}: outputs differ from the reference: "
+                f"{', '.join(diff)} (today's values {vals})"
+            )
 
     def observe(self, delay):
         """Transfers of the coming edge (read in ReadOnly)."""
@@ -157,8 +178,9 @@ class EquivBench:
                 self.queues[q][:2] = [int(d.m_req_dst_node.value), int(d.m_req_port.value)]
         if self.ready["m_rel"] and int(d.m_rel_valid.value):
             q, credit = int(d.m_rel_queue.value), int(d.m_rel_credit.value)
-            self.reports.append((self.clock + 1 + self.rng.randrange(delay + 1), q,
-                                 self._report_bytes(credit)))
+            self.reports.append(
+                (self.clock + 1 + self.rng.randrange(delay + 1), q, self._report_bytes(credit))
+            )
         return out
 
     def after_edge(self, out):
@@ -194,7 +216,7 @@ async def test_equivalence(dut):
             phase = tb.rng.choice(sorted(PHASES))
         if tb.clock == cycles // 3:
             dut.node_id.value = 0x1234
-        if tb.clock == cycles // 2:                  # a reset in the middle of traffic
+        if tb.clock == cycles // 2:  # a reset in the middle of traffic
             tb.add_stats()
             dut.rst.value = 1
             await RisingEdge(dut.clk)

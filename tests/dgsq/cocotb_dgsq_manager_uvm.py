@@ -21,6 +21,7 @@ GRANTs that match no context are counted in ``stat_grant_unknown``, seq gaps in
 ``stat_grant_gap`` exactly as the shadow sees them.
 ``MGR_UVM_BREAK=len`` corrupts one REQUEST in the scoreboard's view (can-fail check).
 """
+
 import os
 import random
 from collections import deque
@@ -33,8 +34,15 @@ from pyuvm import ConfigDB, uvm_component, uvm_subscriber, uvm_test
 
 from opengse.sim.dgsq_model import ArbiterModel, SourceModel, credit_bytes, units
 from opengse.sim.runner import test_params
-from opengse.sim.uvm.stream_env import (CONFIG_KEY, StreamEnv, StreamEnvConfig, StreamModel,
-                                        StreamPort, StreamQueueSequence, StreamSequence)
+from opengse.sim.uvm.stream_env import (
+    CONFIG_KEY,
+    StreamEnv,
+    StreamEnvConfig,
+    StreamModel,
+    StreamPort,
+    StreamQueueSequence,
+    StreamSequence,
+)
 
 NODE = 5
 REQUEST_TYPE, GRANT_TYPE = 1, 2
@@ -47,12 +55,12 @@ class ManagerChecker(StreamModel):
     def __init__(self, p, corrupt=None):
         self.p = p
         self.shadow = SourceModel(node_id=NODE)
-        self.taken = deque()        # s_pkt transfers not yet out on m_pkt
-        self.qkey = {}              # context -> key it holds
-        self.expect_rel = {}        # context -> bytes the next m_rel must ask
+        self.taken = deque()  # s_pkt transfers not yet out on m_pkt
+        self.qkey = {}  # context -> key it holds
+        self.expect_rel = {}  # context -> bytes the next m_rel must ask
         self.alloc_seen = 0
-        self.unknown = 0            # GRANTs that match no context
-        self.gaps = 0               # GRANTs whose seq is not the last one + 1
+        self.unknown = 0  # GRANTs that match no context
+        self.gaps = 0  # GRANTs whose seq is not the last one + 1
         self.requests = 0
         self.corrupt = corrupt
 
@@ -99,7 +107,7 @@ class ManagerChecker(StreamModel):
                     errs.append(f"context {qid} reallocated with {q.backlog} bytes of {old} queued")
             self.qkey[qid] = key
             self.shadow.enqueue(qid, key, f["bytes"])
-            self.shadow.pending.discard(qid)         # the RTL decides when to ask
+            self.shadow.pending.discard(qid)  # the RTL decides when to ask
         elif item.port == "m_req":
             self.requests += 1
             if self.corrupt == "len" and self.requests == 20:
@@ -150,18 +158,19 @@ class ManagerLoop(uvm_component):
         self.rel_export = uvm_subscriber.uvm_AnalysisImp("rel_export", self, self._rel)
         self.grant_seq = StreamQueueSequence("grant_seq")
         self.done_seq = StreamQueueSequence("rel_done_seq")
-        self.voq = {}                # context -> deque of packet lengths
-        self.arbs = {}               # (dst_node, port) -> ArbiterModel
-        self.key = {}                # context -> key
-        self.arrivals = deque()      # (due, (dst, port), arrival args)
-        self.dones = deque()         # (due, fields)
+        self.voq = {}  # context -> deque of packet lengths
+        self.arbs = {}  # (dst_node, port) -> ArbiterModel
+        self.key = {}  # context -> key
+        self.arrivals = deque()  # (due, (dst, port), arrival args)
+        self.dones = deque()  # (due, fields)
         self.now = 0
         self.delivered = 0
         self.latency, self.rel_delay, self.lease = 20, 3, 3000
 
     def arb(self, dst, port):
-        return self.arbs.setdefault((dst, port), ArbiterModel(
-            n_req=64, buffer_credits=16 * 64, grant_credits=64, max_inflight=2))
+        return self.arbs.setdefault(
+            (dst, port), ArbiterModel(n_req=64, buffer_credits=16 * 64, grant_credits=64, max_inflight=2)
+        )
 
     def _pkt(self, item):
         qid = item.fields["queue"]
@@ -170,20 +179,21 @@ class ManagerLoop(uvm_component):
     def _req(self, item):
         f = item.fields
         self.key[f["dgsq"]] = (f["dst_node"], f["port"])
-        self.arb(f["dst_node"], f["port"]).request(NODE, f["dgsq"], f["tc"], f["tenant"],
-                                                   f["len"], f["seq"], self.now)
+        self.arb(f["dst_node"], f["port"]).request(
+            NODE, f["dgsq"], f["tc"], f["tenant"], f["len"], f["seq"], self.now
+        )
 
     def _rel(self, item):
         qid, credit = item.fields["queue"], item.fields["credit"]
         v, sent, tot = self.voq[qid], [], 0
-        while v and tot < credit:            # whole packets; the last may overrun
+        while v and tot < credit:  # whole packets; the last may overrun
             sent.append(v.popleft())
-            tot += credit_bytes(sent[-1])    # credit used: lengths rounded up to units
-        self.dones.append((self.now + self.rel_delay,
-                           {"queue": qid, "bytes": tot, "pkts": len(sent)}))
+            tot += credit_bytes(sent[-1])  # credit used: lengths rounded up to units
+        self.dones.append((self.now + self.rel_delay, {"queue": qid, "bytes": tot, "pkts": len(sent)}))
         for k, b in enumerate(sent):
-            self.arrivals.append((self.now + self.latency + k, self.key[qid],
-                                  (NODE, qid, units(b), k == len(sent) - 1)))
+            self.arrivals.append(
+                (self.now + self.latency + k, self.key[qid], (NODE, qid, units(b), k == len(sent) - 1))
+            )
         self.delivered += sum(sent)
 
     async def run_phase(self):
@@ -202,9 +212,16 @@ class ManagerLoop(uvm_component):
                 if self.now % 2 == 0:
                     key = arb.pick(room=arb.buffer, now=self.now)
                     if key is not None:
-                        self.grant_seq.put({"type": GRANT_TYPE, "src_node": dst, "port": port,
-                                            "seq": arb.slots[key].gseq if key in arb.slots else 0,
-                                            "len": arb.G, "dgsq": key[1]})
+                        self.grant_seq.put(
+                            {
+                                "type": GRANT_TYPE,
+                                "src_node": dst,
+                                "port": port,
+                                "seq": arb.slots[key].gseq if key in arb.slots else 0,
+                                "len": arb.G,
+                                "dgsq": key[1],
+                            }
+                        )
 
 
 @pyuvm.test()
@@ -220,31 +237,47 @@ class DGSQManagerUvmTest(uvm_test):
         self.rng = random.Random(self.SEED)
         self.checker = ManagerChecker(self.p, corrupt=os.environ.get("MGR_UVM_BREAK"))
         cfg = StreamEnvConfig(
-            dut=cocotb.top, model=self.checker, seed=self.SEED,
-            inputs=[StreamPort("s_pkt", pause=self.PKT_PAUSE), StreamPort("s_grant", pause=0.2),
-                    StreamPort("s_rel_done", pause=0.2)],
-            outputs=[StreamPort("m_pkt", pause=0.2, sample=("stat_alloc",)),
-                     StreamPort("m_req", pause=0.3), StreamPort("m_rel", pause=0.3)])
+            dut=cocotb.top,
+            model=self.checker,
+            seed=self.SEED,
+            inputs=[
+                StreamPort("s_pkt", pause=self.PKT_PAUSE),
+                StreamPort("s_grant", pause=0.2),
+                StreamPort("s_rel_done", pause=0.2),
+            ],
+            outputs=[
+                StreamPort("m_pkt", pause=0.2, sample=("stat_alloc",)),
+                StreamPort("m_req", pause=0.3),
+                StreamPort("m_rel", pause=0.3),
+            ],
+        )
         ConfigDB().set(None, "*", CONFIG_KEY, cfg)
         ConfigDB().set(None, "*", "loop_seed", self.SEED + 1)
         self.env = StreamEnv("env", self)
         self.loop = ManagerLoop("loop", self)
 
     def connect_phase(self):
-        for port, imp in (("m_pkt", self.loop.pkt_export), ("m_req", self.loop.req_export),
-                          ("m_rel", self.loop.rel_export)):
+        for port, imp in (
+            ("m_pkt", self.loop.pkt_export),
+            ("m_req", self.loop.req_export),
+            ("m_rel", self.loop.rel_export),
+        ):
             self.env.agent(port).monitor.ap.connect(imp)
 
     def packets(self):
         r, n_ctx = self.rng, self.p["n_ctx"]
         # More keys than contexts (the pool runs out now and then), bursts per key.
-        keys = [(r.randrange(1, 8), r.randrange(4), r.randrange(8), r.randrange(4096))
-                for _ in range(n_ctx + n_ctx // 2)]
+        keys = [
+            (r.randrange(1, 8), r.randrange(4), r.randrange(8), r.randrange(4096))
+            for _ in range(n_ctx + n_ctx // 2)
+        ]
         out = []
         while len(out) < self.PACKETS:
-            k = r.choice(keys[:n_ctx - 2] if len(out) < self.PACKETS // 2 else keys)
-            out += [dict(zip(("dst_node", "port", "tc", "tenant"), k), bytes=r.choice(SIZES))
-                    for _ in range(r.randint(1, 12))]
+            k = r.choice(keys[: n_ctx - 2] if len(out) < self.PACKETS // 2 else keys)
+            out += [
+                dict(zip(("dst_node", "port", "tc", "tenant"), k), bytes=r.choice(SIZES))
+                for _ in range(r.randint(1, 12))
+            ]
         return out
 
     async def run_phase(self):
@@ -257,8 +290,11 @@ class DGSQManagerUvmTest(uvm_test):
         await self.env.reset()
         n_ctx = self.p["n_ctx"]
         # GRANTs that are not ours: a REQUEST type, a dgsq beyond the pool, a free context.
-        for g in ({"type": REQUEST_TYPE, "dgsq": 0}, {"type": GRANT_TYPE, "dgsq": n_ctx},
-                  {"type": GRANT_TYPE, "dgsq": 1}):
+        for g in (
+            {"type": REQUEST_TYPE, "dgsq": 0},
+            {"type": GRANT_TYPE, "dgsq": n_ctx},
+            {"type": GRANT_TYPE, "dgsq": 1},
+        ):
             loop.grant_seq.put(dict(g, src_node=1, port=0, seq=1, len=64))
         cocotb.start_soon(loop.grant_seq.start(self.env.seqr("s_grant")))
         cocotb.start_soon(loop.done_seq.start(self.env.seqr("s_rel_done")))
@@ -270,13 +306,30 @@ class DGSQManagerUvmTest(uvm_test):
         for _ in range(3 * self.p["idle_cycles"]):
             await RisingEdge(dut.clk)
         self.offered, self.n_pkts = offered, len(pkts)
-        self.stats = stat = {n: int(getattr(dut, f"stat_{n}").value)
-                             for n in ("alloc", "freed", "pool_full", "requests", "refresh",
-                                       "grants", "grant_unknown", "grant_gap", "releases")}
-        dut._log.info("cycles %d, packets %d (%d bytes), REQUESTs %d, GRANTs %d, releases %d; "
-                      "stats %s", loop.now, self.n_pkts, self.offered, self.checker.requests,
-                      self.env.agent("s_grant").monitor.seen,
-                      self.env.agent("m_rel").monitor.seen, stat)
+        self.stats = stat = {
+            n: int(getattr(dut, f"stat_{n}").value)
+            for n in (
+                "alloc",
+                "freed",
+                "pool_full",
+                "requests",
+                "refresh",
+                "grants",
+                "grant_unknown",
+                "grant_gap",
+                "releases",
+            )
+        }
+        dut._log.info(
+            "cycles %d, packets %d (%d bytes), REQUESTs %d, GRANTs %d, releases %d; stats %s",
+            loop.now,
+            self.n_pkts,
+            self.offered,
+            self.checker.requests,
+            self.env.agent("s_grant").monitor.seen,
+            self.env.agent("m_rel").monitor.seen,
+            stat,
+        )
         self.drop_objection()
 
     def check_phase(self):
@@ -288,8 +341,10 @@ class DGSQManagerUvmTest(uvm_test):
         assert stat["freed"] == stat["alloc"] > n_ctx, stat
         assert stat["pool_full"] > 0, "pool exhaustion not exercised"
         assert stat["requests"] == self.checker.requests
-        assert stat["grant_unknown"] == self.checker.unknown == 3, \
-            (stat["grant_unknown"], self.checker.unknown)
+        assert stat["grant_unknown"] == self.checker.unknown == 3, (
+            stat["grant_unknown"],
+            self.checker.unknown,
+        )
         # The reference scheduler may repeat a seq (it resynchronises when a REQUEST
         # acknowledges less than it granted and nothing is in flight: a grant that only
         # repaid overrun debt); the manager must count exactly the gaps the shadow sees.

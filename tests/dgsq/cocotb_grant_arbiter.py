@@ -9,18 +9,13 @@ arrived data, counted per container up to its grant, plus the outstanding credit
 never exceeds the buffer), no grant finds an empty queue (lossless runs), fairness
 (Jain), weighted shares, starvation bound, strict priority, no stall under loss.
 """
-import json
+
 import os
-import random
-from collections import deque
 
 import cocotb
-from cocotb.clock import Clock
-from cocotb.triggers import ReadOnly, RisingEdge
 
-from opengse.sim.dgsq_model import SourceModel, jain, units
+from opengse.sim.dgsq_model import jain
 from opengse.sim.arbiter_bench import ArbiterBench
-from opengse.sim.runner import test_params
 
 PKT_BYTES = (64, 256, 1500, 9000)
 
@@ -43,18 +38,18 @@ async def test_fairness_equal(dut):
         src, dg = 1 + i % 8, i // 8
         tb.add_queue(src, dg, tc=0, tenant=i % 4, pkt=tb.rng.choice(PKT_BYTES), saturate=True)
         keys.append((src, dg))
-    await tb.run(2000, drain=8, latency=24)          # warm up
+    await tb.run(2000, drain=8, latency=24)  # warm up
     base = dict(tb.counts)
     tb.max_gap = 0
-    await tb.run(int(os.environ.get("DGSQ_FAIR_CYCLES", 12000)), drain=8, latency=24,
-                 grant_pause=0.1)
+    await tb.run(int(os.environ.get("DGSQ_FAIR_CYCLES", 12000)), drain=8, latency=24, grant_pause=0.1)
     got = [tb.counts.get(k, 0) - base.get(k, 0) for k in keys]
     j = jain(got)
-    dut._log.info("grants per requester: min %d max %d, Jain %.5f, max gap %d grants",
-                  min(got), max(got), j, tb.max_gap)
+    dut._log.info(
+        "grants per requester: min %d max %d, Jain %.5f, max gap %d grants", min(got), max(got), j, tb.max_gap
+    )
     assert sum(got) > 20 * n, f"too few grants: {sum(got)}"
     assert j >= 0.99, f"Jain's index {j:.4f} < 0.99"
-    bound = 2 * n + 4          # two rounds of the class (docs/dgsq.md)
+    bound = 2 * n + 4  # two rounds of the class (docs/dgsq.md)
     assert tb.max_gap <= bound, f"a backlogged requester waited {tb.max_gap} grants > {bound}"
     assert tb.empty_grants == 0, f"{tb.empty_grants} grants found an empty queue"
     assert tb.stat("lease_expired") == 0
@@ -84,8 +79,7 @@ async def test_weighted_tenants(dut):
     tot = sum(per_t.values())
     wsum = sum(weights.values())
     for t, w in weights.items():
-        dut._log.info("tenant %d weight %d: share %.4f (configured %.4f)", t, w,
-                      per_t[t] / tot, w / wsum)
+        dut._log.info("tenant %d weight %d: share %.4f (configured %.4f)", t, w, per_t[t] / tot, w / wsum)
     for t, w in weights.items():
         share, want = per_t[t] / tot, w / wsum
         assert abs(share - want) <= 0.02 * want, f"tenant {t}: share {share:.4f} vs {want:.4f}"
@@ -131,12 +125,22 @@ async def test_room_and_churn(dut):
     await tb.start()
     rng = tb.rng
     for wave in range(3):
-        for i in range(80):            # more queues than slots: REQUESTs may find no slot
-            tb.add_queue(rng.randrange(1, 16), rng.randrange(0, 32), tc=rng.randrange(8),
-                         tenant=rng.randrange(4096), nbytes=rng.randrange(64, 40000),
-                         pkt=rng.choice(PKT_BYTES))
-        await tb.run(40000, drain=rng.choice([2, 6, 16]), latency=rng.randrange(4, 64),
-                     grant_pause=0.3, until_empty=True)
+        for i in range(80):  # more queues than slots: REQUESTs may find no slot
+            tb.add_queue(
+                rng.randrange(1, 16),
+                rng.randrange(0, 32),
+                tc=rng.randrange(8),
+                tenant=rng.randrange(4096),
+                nbytes=rng.randrange(64, 40000),
+                pkt=rng.choice(PKT_BYTES),
+            )
+        await tb.run(
+            40000,
+            drain=rng.choice([2, 6, 16]),
+            latency=rng.randrange(4, 64),
+            grant_pause=0.3,
+            until_empty=True,
+        )
         assert tb.total_backlog() == 0, f"wave {wave}: {tb.total_backlog()} bytes stuck"
     assert tb.empty_grants == 0
     assert tb.stat("req_no_slot") > 0, "slot exhaustion not exercised"
@@ -161,17 +165,27 @@ async def test_control_loss(dut):
         exp0 = tb.stat("lease_expired")
         rng = tb.rng
         for i in range(64):
-            tb.add_queue(1 + i % 8, i // 8 + (100 if seed == 16 else 0), tc=rng.randrange(8),
-                         tenant=i, nbytes=rng.randrange(20000, 200000), pkt=rng.choice(PKT_BYTES))
+            tb.add_queue(
+                1 + i % 8,
+                i // 8 + (100 if seed == 16 else 0),
+                tc=rng.randrange(8),
+                tenant=i,
+                nbytes=rng.randrange(20000, 200000),
+                pkt=rng.choice(PKT_BYTES),
+            )
         await tb.run(120000, loss=loss, drain=None, latency=32, until_empty=True)
         left = tb.total_backlog()
         gaps = sum(q.gaps for sm in tb.sources.values() for q in sm.queues.values())
-        dut._log.info("loss %g: lost %s, source-seen seq gaps %d, leases expired %d, "
-                      "cycles %d", loss, tb.lost, gaps, tb.stat("lease_expired") - exp0, tb.now)
+        dut._log.info(
+            "loss %g: lost %s, source-seen seq gaps %d, leases expired %d, cycles %d",
+            loss,
+            tb.lost,
+            gaps,
+            tb.stat("lease_expired") - exp0,
+            tb.now,
+        )
         assert left == 0, f"loss {loss}: {left} bytes stalled"
         if tb.lost["grant"]:
             assert tb.stat("lease_expired") > exp0
-        await tb.run(3000, drain=None)       # let leases of lost grants run out
+        await tb.run(3000, drain=None)  # let leases of lost grants run out
     assert int(dut.outstanding.value) == 0
-
-

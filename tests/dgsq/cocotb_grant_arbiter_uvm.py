@@ -44,6 +44,7 @@ corrupts the scoreboard's view of the grants: ``tc`` (class lowered by one), ``s
 (one seq off), ``drop`` (one grant hidden from the scoreboard), ``room`` (sampled room
 shrunk by a container).
 """
+
 import os
 import random
 from collections import deque
@@ -56,8 +57,14 @@ from pyuvm import ConfigDB, uvm_component, uvm_subscriber, uvm_test
 
 from opengse.sim.dgsq_model import ArbiterModel, SourceModel, units
 from opengse.sim.runner import test_params
-from opengse.sim.uvm.stream_env import (CONFIG_KEY, StreamEnv, StreamEnvConfig, StreamModel,
-                                        StreamPort, StreamQueueSequence)
+from opengse.sim.uvm.stream_env import (
+    CONFIG_KEY,
+    StreamEnv,
+    StreamEnvConfig,
+    StreamModel,
+    StreamPort,
+    StreamQueueSequence,
+)
 
 # Packet sizes that divide the container: one size per queue keeps containers exactly
 # full (the source sends whole packets until the grant is used up).
@@ -71,13 +78,13 @@ class _Requester:
 
     def __init__(self):
         self.tc = self.tenant = None
-        self.reqs = []           # (cycle, containers asked for in total)
-        self.first_seq = None    # seq of the first REQUEST (the first GRANT is +1)
+        self.reqs = []  # (cycle, containers asked for in total)
+        self.first_seq = None  # seq of the first REQUEST (the first GRANT is +1)
         self.granted = 0
         self.last_seq = None
-        self.grant_idx = []      # global indices of its grants
-        self.completions = []    # cycles of container ends (arrival with last)
-        self.events = []         # cycles of its REQUESTs and arrivals (engine operations)
+        self.grant_idx = []  # global indices of its grants
+        self.completions = []  # cycles of container ends (arrival with last)
+        self.events = []  # cycles of its REQUESTs and arrivals (engine operations)
 
     def asked(self, upto=None):
         """Containers asked for by the latest REQUEST taken at or before ``upto``."""
@@ -91,21 +98,26 @@ class _Requester:
 class ArbiterChecker(StreamModel):
     """Scoreboard model of the arbiter (see the module docstring)."""
 
-    LAG = 48        # clocks after a REQUEST/arrival is taken by which the pick surely sees
-                    # it (engine ~2-4, lane 8, pick 3; arrival accumulator; margin)
-    DECIDED = 12    # GRANTs decided but not handed over: <= the 8-entry FIFO + pipeline
-    MASK = 8        # a granted slot is masked from the pick for the next 7 decisions
+    LAG = 48  # clocks after a REQUEST/arrival is taken by which the pick surely sees
+    # it (engine ~2-4, lane 8, pick 3; arrival accumulator; margin)
+    DECIDED = 12  # GRANTs decided but not handed over: <= the 8-entry FIFO + pipeline
+    MASK = 8  # a granted slot is masked from the pick for the next 7 decisions
 
     def __init__(self, p, corrupt=None):
         self.p = p
         self.G, self.K, self.BUF = p["grant_credits"], p["max_inflight"], p["buffer_credits"]
-        self.ref = ArbiterModel(n_req=p["n_req"], buffer_credits=self.BUF, grant_credits=self.G,
-                                max_inflight=self.K, n_tenants=p["n_tenants"])
+        self.ref = ArbiterModel(
+            n_req=p["n_req"],
+            buffer_credits=self.BUF,
+            grant_credits=self.G,
+            max_inflight=self.K,
+            n_tenants=p["n_tenants"],
+        )
         self.req = {}
-        self.grants = []         # (cycle, key, tc) in hand-over order = decision order
+        self.grants = []  # (cycle, key, tc) in hand-over order = decision order
         self.corrupt = set((corrupt or "").split(",")) - {""}
-        self.prio_considered = 0     # (grant, higher-class requester with demand) pairs
-        self.prio_armed = 0          # ... of which the requester was surely eligible
+        self.prio_considered = 0  # (grant, higher-class requester with demand) pairs
+        self.prio_armed = 0  # ... of which the requester was surely eligible
         self.n_req_taken = 0
 
     # -- inputs -----------------------------------------------------------------
@@ -121,8 +133,7 @@ class ArbiterChecker(StreamModel):
             r.reqs.append((c, f["seq"] + -(-f["backlog"] // self.G)))
             r.events.append(c)
             self.n_req_taken += 1
-            self.ref.request(f["src_node"], f["dgsq"], f["tc"], f["tenant"], f["backlog"],
-                             f["seq"], now=c)
+            self.ref.request(f["src_node"], f["dgsq"], f["tc"], f["tenant"], f["backlog"], f["seq"], now=c)
         elif item.port == "s_arr":
             key = (f["src_node"], f["dgsq"])
             r = self.req.get(key)
@@ -168,8 +179,10 @@ class ArbiterChecker(StreamModel):
             errs.append(f"grant #{r.granted} to {key}: its REQUESTs asked for {r.asked()} containers")
         outst = item.sampled["outstanding"]
         if not self.ref.outstanding <= outst <= self.BUF:
-            errs.append(f"outstanding {outst}: credit granted and not arrived is "
-                        f"{self.ref.outstanding}, buffer {self.BUF}")
+            errs.append(
+                f"outstanding {outst}: credit granted and not arrived is "
+                f"{self.ref.outstanding}, buffer {self.BUF}"
+            )
         if f["slot"] >= self.p["n_req"]:
             errs.append(f"slot {f['slot']} >= n_req")
         r.grant_idx.append(len(self.grants))
@@ -205,16 +218,17 @@ class ArbiterChecker(StreamModel):
             self.prio_considered += 1
             if self.surely_eligible(r, t_lo, t, i):
                 self.prio_armed += 1
-                errs.append(f"strict priority: GRANT to class {tc} while {key} of class {r.tc} "
-                            f"was eligible (granted {r.granted} of {r.asked()})")
+                errs.append(
+                    f"strict priority: GRANT to class {tc} while {key} of class {r.tc} "
+                    f"was eligible (granted {r.granted} of {r.asked()})"
+                )
         return errs
 
     def on_end(self):
         errs = []
         for key, r in self.req.items():
             if r.granted != r.asked():
-                errs.append(f"{key}: granted {r.granted} containers, its REQUESTs asked for "
-                            f"{r.asked()}")
+                errs.append(f"{key}: granted {r.granted} containers, its REQUESTs asked for {r.asked()}")
         if self.ref.slots:
             errs.append(f"reference model still holds {len(self.ref.slots)} requesters")
         if self.ref.outstanding:
@@ -234,25 +248,25 @@ class ClosedLoop(uvm_component):
         self.grant_export = uvm_subscriber.uvm_AnalysisImp("grant_export", self, self._grant)
         self.arr_export = uvm_subscriber.uvm_AnalysisImp("arr_export", self, self._arrived)
         self.rng = random.Random(ConfigDB().get(self, "", "loop_seed"))
-        self.sources = {}        # src_node -> SourceModel
+        self.sources = {}  # src_node -> SourceModel
         self.req_seq = StreamQueueSequence("req_seq")
         self.arr_seq = StreamQueueSequence("arr_seq")
-        self.due = deque()       # (cycle, arrival fields), in time order
+        self.due = deque()  # (cycle, arrival fields), in time order
         self.now = 0
         self.occ = 0
         self.drain = 8.0
         self.acc = 0.0
         self.latency = 16
         self.refresh = 1024
-        self.bytes_in = {}       # (src, dgsq) -> bytes enqueued per burst (list)
-        self.grants = {}         # (src, dgsq) -> GRANTs seen
+        self.bytes_in = {}  # (src, dgsq) -> bytes enqueued per burst (list)
+        self.grants = {}  # (src, dgsq) -> GRANTs seen
         self.empty_grants = 0
         self.reports = self.reports_taken = 0
-        self.refreshes = 0       # REQUESTs sent by the refresh timer (no GRANT for long)
+        self.refreshes = 0  # REQUESTs sent by the refresh timer (no GRANT for long)
 
     def add_queue(self, src, dgsq, tc, tenant, pkt, npkts):
         sm = self.sources.setdefault(src, SourceModel(node_id=src, refresh=self.refresh))
-        if dgsq in sm.queues:                # a key back after its queue drained
+        if dgsq in sm.queues:  # a key back after its queue drained
             assert sm.queues[dgsq].backlog == 0
             sm.queues[dgsq].key = (0, 0, tc, tenant)
         for _ in range(npkts):
@@ -260,8 +274,12 @@ class ClosedLoop(uvm_component):
         self.bytes_in.setdefault((src, dgsq), []).append(pkt * npkts)
 
     def backlog(self, keys=None):
-        return sum(q.backlog for src, sm in self.sources.items() for qid, q in sm.queues.items()
-                   if keys is None or (src, qid) in keys)
+        return sum(
+            q.backlog
+            for src, sm in self.sources.items()
+            for qid, q in sm.queues.items()
+            if keys is None or (src, qid) in keys
+        )
 
     def idle(self):
         """No data left at the sources and every arrival report taken."""
@@ -279,14 +297,14 @@ class ClosedLoop(uvm_component):
         if rel <= 0:
             return
         pkts = sm.release(g["dgsq"], rel)
-        sm.release_done(g["dgsq"], sm.used(pkts))    # the VOQ reports the credit used
+        sm.release_done(g["dgsq"], sm.used(pkts))  # the VOQ reports the credit used
         due = self.now + self.latency
         base = {"src_node": g["src_node"], "dgsq": g["dgsq"]}
-        if self.rng.random() < 0.5:          # one report per packet ...
+        if self.rng.random() < 0.5:  # one report per packet ...
             for k, b in enumerate(pkts):
                 self.due.append((due, dict(base, credits=units(b), last=int(k == len(pkts) - 1))))
                 self.reports += 1
-        else:                                # ... or one per container
+        else:  # ... or one per container
             self.due.append((due, dict(base, credits=sum(units(b) for b in pkts), last=1)))
             self.reports += 1
 
@@ -313,8 +331,16 @@ class ClosedLoop(uvm_component):
                     self.refreshes += len(sm.refresh_due(self.now))
                 for qid in sorted(sm.pending):
                     r = sm.make_request(qid, self.now)
-                    self.req_seq.put({"src_node": src, "dgsq": qid, "tc": r["tc"],
-                                      "tenant": r["tenant"], "backlog": r["len"], "seq": r["seq"]})
+                    self.req_seq.put(
+                        {
+                            "src_node": src,
+                            "dgsq": qid,
+                            "tc": r["tc"],
+                            "tenant": r["tenant"],
+                            "backlog": r["len"],
+                            "seq": r["seq"],
+                        }
+                    )
 
 
 @pyuvm.test()
@@ -331,11 +357,12 @@ class GrantArbiterUvmTest(uvm_test):
         self.rng = random.Random(self.SEED)
         self.checker = ArbiterChecker(self.p, corrupt=os.environ.get("ARB_UVM_BREAK"))
         cfg = StreamEnvConfig(
-            dut=cocotb.top, model=self.checker, seed=self.SEED,
-            inputs=[StreamPort("s_req", pause=0.3), StreamPort("s_arr", pause=0.2),
-                    StreamPort("s_cfg")],
-            outputs=[StreamPort("m_grant", pause=0.3,
-                                sample=("egress_room", "outstanding"))])
+            dut=cocotb.top,
+            model=self.checker,
+            seed=self.SEED,
+            inputs=[StreamPort("s_req", pause=0.3), StreamPort("s_arr", pause=0.2), StreamPort("s_cfg")],
+            outputs=[StreamPort("m_grant", pause=0.3, sample=("egress_room", "outstanding"))],
+        )
         ConfigDB().set(None, "*", CONFIG_KEY, cfg)
         ConfigDB().set(None, "*", "loop_seed", self.SEED + 1000)
         self.env = StreamEnv("env", self)
@@ -391,8 +418,7 @@ class GrantArbiterUvmTest(uvm_test):
             # At most two waves live (<= 64 keys): wave w-2 fully done and its slots
             # freed; wave w-1 half served (overlap).
             while True:
-                old_done = w < 2 or (loop.backlog(waves[w - 2]) == 0
-                                     and loop.reports_taken == loop.reports)
+                old_done = w < 2 or (loop.backlog(waves[w - 2]) == 0 and loop.reports_taken == loop.reports)
                 prev = w < 1 or loop.backlog(waves[w - 1]) <= self.prev_half
                 if old_done and prev:
                     break
@@ -405,19 +431,35 @@ class GrantArbiterUvmTest(uvm_test):
             waves.append(keys)
             self.prev_half = loop.backlog(keys) * (3 if w == 0 else 2) // 4
             loop.drain, loop.latency = drain, latency
-            dut._log.info("wave %d at cycle %d: %d queues, %d bytes, drain %d, latency %d",
-                          w, loop.now, len(keys), loop.backlog(keys), drain, latency)
+            dut._log.info(
+                "wave %d at cycle %d: %d queues, %d bytes, drain %d, latency %d",
+                w,
+                loop.now,
+                len(keys),
+                loop.backlog(keys),
+                drain,
+                latency,
+            )
         loop.drain = 16
         await self.env.drain(done=loop.idle)
         await self.cycles(ArbiterChecker.LAG + 32)
         chk = self.checker
-        self.stats = stats = {n: int(getattr(dut, f"stat_{n}").value)
-                              for n in ("grants", "requests", "req_no_slot", "arr_unknown",
-                                        "lease_expired", "room_stall")}
-        dut._log.info("cycles %d, GRANTs %d, REQUESTs %d (%d by refresh), arrival reports %d; "
-                      "stats %s; strict-priority pairs considered %d, surely eligible %d",
-                      loop.now, sum(loop.grants.values()), chk.n_req_taken, loop.refreshes,
-                      loop.reports_taken, stats, chk.prio_considered, chk.prio_armed)
+        self.stats = stats = {
+            n: int(getattr(dut, f"stat_{n}").value)
+            for n in ("grants", "requests", "req_no_slot", "arr_unknown", "lease_expired", "room_stall")
+        }
+        dut._log.info(
+            "cycles %d, GRANTs %d, REQUESTs %d (%d by refresh), arrival reports %d; "
+            "stats %s; strict-priority pairs considered %d, surely eligible %d",
+            loop.now,
+            sum(loop.grants.values()),
+            chk.n_req_taken,
+            loop.refreshes,
+            loop.reports_taken,
+            stats,
+            chk.prio_considered,
+            chk.prio_armed,
+        )
         self.drop_objection()
 
     def check_phase(self):
@@ -429,8 +471,9 @@ class GrantArbiterUvmTest(uvm_test):
         assert loop.empty_grants == 0, f"{loop.empty_grants} GRANTs found an empty queue"
         for key, bursts in loop.bytes_in.items():
             want = sum(-(-b // CONTAINER) for b in bursts)
-            assert loop.grants.get(key, 0) == want, \
+            assert loop.grants.get(key, 0) == want, (
                 f"{key}: {loop.grants.get(key, 0)} GRANTs for bursts {bursts} (want {want})"
+            )
         assert int(dut.outstanding.value) == 0, "credit still outstanding"
         assert int(dut.slots_used.value) == 0, "slots still in use"
         assert stats["grants"] == n_grants

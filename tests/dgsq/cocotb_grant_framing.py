@@ -6,6 +6,7 @@ ttl = the parameter, len = the credit, seq/dgsq/tc/tenant echoed; the slot stays
 The header is also encoded with the scapy GSE layer and read back, so every field
 fits the wire format.
 """
+
 import random
 
 import cocotb
@@ -18,10 +19,8 @@ from opengse.sim.gse_scapy import GSE, control_frame
 from opengse.sim.runner import test_params
 from opengse.sim.valid_ready import FieldStreamSink, FieldStreamSource
 
-HDR = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq", "len",
-       "dgsq")
-GRANT_REC = {"slot": None, "src_node": 16, "dgsq": 16, "tc": 3, "tenant": 12, "credit": 16,
-             "seq": 16}
+HDR = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq", "len", "dgsq")
+GRANT_REC = {"slot": None, "src_node": 16, "dgsq": 16, "tc": 3, "tenant": 12, "credit": 16, "seq": 16}
 TIMEOUT_US = 500
 
 
@@ -49,9 +48,21 @@ async def test_random_grants(dut):
     for _ in range(400):
         g = {f: rng.randrange(1 << (w if w else p["slot_bits"])) for f, w in GRANT_REC.items()}
         src.send(g)
-        want.append({"type": 2, "flags": 0, "tc": g["tc"], "tenant": g["tenant"],
-                     "src_node": node, "dst_node": g["src_node"], "port": port,
-                     "ttl": p["ttl"], "seq": g["seq"], "len": g["credit"], "dgsq": g["dgsq"]})
+        want.append(
+            {
+                "type": 2,
+                "flags": 0,
+                "tc": g["tc"],
+                "tenant": g["tenant"],
+                "src_node": node,
+                "dst_node": g["src_node"],
+                "port": port,
+                "ttl": p["ttl"],
+                "seq": g["seq"],
+                "len": g["credit"],
+                "dgsq": g["dgsq"],
+            }
+        )
     for k, w in enumerate(want):
         got = await within(sink.recv(), f"GRANT header {k}")
         assert got == w, f"GRANT {k}: {got} != {w}"

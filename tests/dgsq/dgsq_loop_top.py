@@ -34,7 +34,8 @@ field of a decoded REQUEST frame taken by the arbiter, ``valid`` = the handshake
 Not a product block: a test-only composition, built by the test runner from its
 :data:`SPEC`.
 """
-from amaranth.hdl import Const, Module, Mux, Signal
+
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -45,26 +46,21 @@ from opengse.rtl.dgsq.arbiter import GrantArbiter
 from opengse.rtl.dgsq.control_demux import ControlDemux
 from opengse.rtl.dgsq.grant_framing import GrantFraming
 from opengse.rtl.lib.stat_ports import forward_stats, stat_members
-from opengse.rtl.lib.stream import AXIStreamSignature
 
 __all__ = ["DGSQLoopTestbenchTop", "SPEC"]
 
-MGR_PARAMS = ("n_ctx", "refresh_cycles", "idle_cycles", "container_bytes", "ttl", "tick_shift",
-              "n_tenants")
-ARB_PARAMS = ("n_req", "buffer_credits", "grant_credits", "max_inflight", "n_tenants",
-              "lease_cycles")
-MAC_SRC = 0x02_00_00_00_00_05    # locally administered: only the two ends of the link
+MGR_PARAMS = ("n_ctx", "refresh_cycles", "idle_cycles", "container_bytes", "ttl", "tick_shift", "n_tenants")
+ARB_PARAMS = ("n_req", "buffer_credits", "grant_credits", "max_inflight", "n_tenants", "lease_cycles")
+MAC_SRC = 0x02_00_00_00_00_05  # locally administered: only the two ends of the link
 MAC_DST = 0x02_00_00_00_00_09
-LFSR_TAPS = 0x80200003           # x^32 + x^22 + x^2 + x + 1 (maximal length)
-
-
+LFSR_TAPS = 0x80200003  # x^32 + x^22 + x^2 + x + 1 (maximal length)
 
 
 def _lossy_link(m, name, src, dst, loss, dropped, reg, seed):
     """AXI-Stream ``src`` → ``dst`` with whole-frame random drops and an optional register."""
     lfsr = Signal(32, init=seed, name=f"{name}_lfsr")
     m.d.sync += lfsr.eq(Mux(lfsr[0], (lfsr >> 1) ^ LFSR_TAPS, lfsr >> 1))
-    first = Signal(init=1, name=f"{name}_first")    # the next beat starts a frame
+    first = Signal(init=1, name=f"{name}_first")  # the next beat starts a frame
     drop_frame = Signal(name=f"{name}_drop_frame")
     drop = Signal(name=f"{name}_drop")
     m.d.comb += drop.eq(Mux(first, lfsr[:16] < loss, drop_frame))
@@ -74,21 +70,34 @@ def _lossy_link(m, name, src, dst, loss, dropped, reg, seed):
         with m.If(src.payload.last & drop):
             m.d.sync += dropped.eq(dropped + 1)
     if not reg:
-        m.d.comb += [dst.valid.eq(src.valid & ~drop), dst.payload.eq(src.payload),
-                     src.ready.eq(dst.ready | drop)]
+        m.d.comb += [
+            dst.valid.eq(src.valid & ~drop),
+            dst.payload.eq(src.payload),
+            src.ready.eq(dst.ready | drop),
+        ]
         return
     r_valid = Signal(name=f"{name}_r_valid")
     # The encoder never flags a frame error: the register carries no ``user`` bit.
-    r_data, r_keep, r_last = (Signal.like(src.payload[f], name=f"{name}_r_{f}")
-                              for f in ("data", "keep", "last"))
-    m.d.comb += [src.ready.eq(~r_valid | dst.ready), dst.valid.eq(r_valid),
-                 dst.payload.data.eq(r_data), dst.payload.keep.eq(r_keep),
-                 dst.payload.last.eq(r_last), dst.payload.user.eq(0)]
+    r_data, r_keep, r_last = (
+        Signal.like(src.payload[f], name=f"{name}_r_{f}") for f in ("data", "keep", "last")
+    )
+    m.d.comb += [
+        src.ready.eq(~r_valid | dst.ready),
+        dst.valid.eq(r_valid),
+        dst.payload.data.eq(r_data),
+        dst.payload.keep.eq(r_keep),
+        dst.payload.last.eq(r_last),
+        dst.payload.user.eq(0),
+    ]
     with m.If(dst.ready):
         m.d.sync += r_valid.eq(0)
     with m.If(take & ~drop):
-        m.d.sync += [r_valid.eq(1), r_data.eq(src.payload.data), r_keep.eq(src.payload.keep),
-                     r_last.eq(src.payload.last)]
+        m.d.sync += [
+            r_valid.eq(1),
+            r_data.eq(src.payload.data),
+            r_keep.eq(src.payload.keep),
+            r_last.eq(src.payload.last),
+        ]
 
 
 class DGSQLoopTestbenchTop(wiring.Component):
@@ -105,16 +114,42 @@ class DGSQLoopTestbenchTop(wiring.Component):
     manager likewise.
     """
 
-    def __init__(self, n_ctx=16, refresh_cycles=1024, idle_cycles=2048, container_bytes=4096,
-                 ttl=64, tick_shift=4, n_req=64, buffer_credits=1024, grant_credits=64,
-                 max_inflight=2, n_tenants=16, lease_cycles=2048, src_node=5, dst_node=9,
-                 port=3, link_reg=1):
-        self.mgr = DGSQManager(n_ctx=n_ctx, refresh_cycles=refresh_cycles,
-                               idle_cycles=idle_cycles, container_bytes=container_bytes,
-                               ttl=ttl, tick_shift=tick_shift, n_tenants=n_tenants)
-        self.arb = GrantArbiter(n_req=n_req, buffer_credits=buffer_credits,
-                                grant_credits=grant_credits, max_inflight=max_inflight,
-                                n_tenants=n_tenants, lease_cycles=lease_cycles)
+    def __init__(
+        self,
+        n_ctx=16,
+        refresh_cycles=1024,
+        idle_cycles=2048,
+        container_bytes=4096,
+        ttl=64,
+        tick_shift=4,
+        n_req=64,
+        buffer_credits=1024,
+        grant_credits=64,
+        max_inflight=2,
+        n_tenants=16,
+        lease_cycles=2048,
+        src_node=5,
+        dst_node=9,
+        port=3,
+        link_reg=1,
+    ):
+        self.mgr = DGSQManager(
+            n_ctx=n_ctx,
+            refresh_cycles=refresh_cycles,
+            idle_cycles=idle_cycles,
+            container_bytes=container_bytes,
+            ttl=ttl,
+            tick_shift=tick_shift,
+            n_tenants=n_tenants,
+        )
+        self.arb = GrantArbiter(
+            n_req=n_req,
+            buffer_credits=buffer_credits,
+            grant_credits=grant_credits,
+            max_inflight=max_inflight,
+            n_tenants=n_tenants,
+            lease_cycles=lease_cycles,
+        )
         self.req_enc, self.req_dec = ControlFrameEncoder(64), ControlFrameDecoder(64)
         self.grant_enc, self.grant_dec = ControlFrameEncoder(64), ControlFrameDecoder(64)
         self.req_demux, self.grant_demux = ControlDemux(), ControlDemux()
@@ -144,9 +179,14 @@ class DGSQLoopTestbenchTop(wiring.Component):
         for f, field in ControlHeaderLayout:
             members[f"mon_req_{f}"] = Out(field.shape)
             members[f"mon_grant_{f}"] = Out(field.shape)
-        self._stat_blocks = {"mgr": self.mgr, "arb": self.arb, "req_enc": self.req_enc,
-                             "req_dec": self.req_dec, "grant_enc": self.grant_enc,
-                             "grant_dec": self.grant_dec}
+        self._stat_blocks = {
+            "mgr": self.mgr,
+            "arb": self.arb,
+            "req_enc": self.req_enc,
+            "req_dec": self.req_dec,
+            "grant_enc": self.grant_enc,
+            "grant_dec": self.grant_dec,
+        }
         for prefix, block in self._stat_blocks.items():
             members.update(stat_members(prefix, block))
         for n in ("link_stat_req_dropped", "link_stat_grant_dropped", "top_stat_not_request"):
@@ -172,24 +212,37 @@ class DGSQLoopTestbenchTop(wiring.Component):
             wiring.connect(m, getattr(mgr, name), wiring.flipped(getattr(self, name)))
         wiring.connect(m, wiring.flipped(self.s_arr), arb.s_arr)
         wiring.connect(m, wiring.flipped(self.s_cfg), arb.s_cfg)
-        m.d.comb += [mgr.node_id.eq(self.src_node), self.ctx_used.eq(mgr.ctx_used),
-                     arb.egress_room.eq(self.egress_room),
-                     self.outstanding.eq(arb.outstanding), self.slots_used.eq(arb.slots_used)]
+        m.d.comb += [
+            mgr.node_id.eq(self.src_node),
+            self.ctx_used.eq(mgr.ctx_used),
+            arb.egress_room.eq(self.egress_room),
+            self.outstanding.eq(arb.outstanding),
+            self.slots_used.eq(arb.slots_used),
+        ]
 
         # REQUEST path: manager → encoder → link → decoder → control demux → arbiter.
         wiring.connect(m, mgr.m_req, req_enc.s_ctl)
         m.d.comb += [req_enc.mac_da.eq(MAC_DST), req_enc.mac_sa.eq(MAC_SRC)]
-        _lossy_link(m, "req_link", req_enc.m_axis, req_dec.s_axis, self.req_loss,
-                    self.link_stat_req_dropped, self.link_reg, seed=0x1234_5678)
+        _lossy_link(
+            m,
+            "req_link",
+            req_enc.m_axis,
+            req_dec.s_axis,
+            self.req_loss,
+            self.link_stat_req_dropped,
+            self.link_reg,
+            seed=0x1234_5678,
+        )
         ctl = req_dec.m_ctl
         wiring.connect(m, ctl, req_demux.s_ctl)
         wiring.connect(m, req_demux.m_req, arb.s_req)
         sreq = arb.s_req
         # A GRANT on the REQUEST link is not for this arbiter: dropped, counted with the
         # other types.
-        m.d.comb += [req_demux.m_grant.ready.eq(1),
-                     self.top_stat_not_request.eq(req_demux.stat_grants
-                                                  + req_demux.stat_drop_type)]
+        m.d.comb += [
+            req_demux.m_grant.ready.eq(1),
+            self.top_stat_not_request.eq(req_demux.stat_grants + req_demux.stat_drop_type),
+        ]
 
         # GRANT path: arbiter → grant framing → encoder → link → decoder → control demux
         # → manager.
@@ -198,33 +251,60 @@ class DGSQLoopTestbenchTop(wiring.Component):
         m.d.comb += [grant_framing.node_id.eq(self.dst_node), grant_framing.port.eq(self.port)]
         wiring.connect(m, grant_framing.m_ctl, grant_enc.s_ctl)
         m.d.comb += [grant_enc.mac_da.eq(MAC_SRC), grant_enc.mac_sa.eq(MAC_DST)]
-        _lossy_link(m, "grant_link", grant_enc.m_axis, grant_dec.s_axis, self.grant_loss,
-                    self.link_stat_grant_dropped, self.link_reg, seed=0x9ABC_DEF1)
+        _lossy_link(
+            m,
+            "grant_link",
+            grant_enc.m_axis,
+            grant_dec.s_axis,
+            self.grant_loss,
+            self.link_stat_grant_dropped,
+            self.link_reg,
+            seed=0x9ABC_DEF1,
+        )
         gd, sg = grant_dec.m_ctl, mgr.s_grant
         wiring.connect(m, gd, grant_demux.s_ctl)
         wiring.connect(m, grant_demux.m_grant, sg)
         m.d.comb += grant_demux.m_req.ready.eq(1)
 
         # Monitors (handshakes) and counters.
-        m.d.comb += [self.mon_req_valid.eq(sreq.valid & sreq.ready),
-                     self.mon_grant_valid.eq(sg.valid & sg.ready),
-                     self.mon_arb_grant_valid.eq(g.valid & g.ready),
-                     self.mon_arb_grant_slot.eq(g.payload.slot)]
+        m.d.comb += [
+            self.mon_req_valid.eq(sreq.valid & sreq.ready),
+            self.mon_grant_valid.eq(sg.valid & sg.ready),
+            self.mon_arb_grant_valid.eq(g.valid & g.ready),
+            self.mon_arb_grant_slot.eq(g.payload.slot),
+        ]
         for f, _ in ControlHeaderLayout:
-            m.d.comb += [getattr(self, f"mon_req_{f}").eq(ctl.payload[f]),
-                         getattr(self, f"mon_grant_{f}").eq(gd.payload[f])]
+            m.d.comb += [
+                getattr(self, f"mon_req_{f}").eq(ctl.payload[f]),
+                getattr(self, f"mon_grant_{f}").eq(gd.payload[f]),
+            ]
         for prefix, block in self._stat_blocks.items():
             forward_stats(m, self, prefix, block)
         return m
 
 
 SPEC = BlockSpec(
-        name="dgsq_loop_tb", module="gse_dgsq_loop_tb", factory=DGSQLoopTestbenchTop,
-        params={"n_ctx": 16, "refresh_cycles": 1024, "idle_cycles": 2048,
-                "container_bytes": 4096, "ttl": 64, "tick_shift": 4,
-                "n_req": 64, "buffer_credits": 1024, "grant_credits": 64, "max_inflight": 2,
-                "n_tenants": 16, "lease_cycles": 2048,
-                "src_node": 5, "dst_node": 9, "port": 3, "link_reg": 1},
-        description="test-only: DGSQ manager + REQUEST/GRANT control-frame links (lossy) + "
-                    "grant arbiter, for the RTL-to-RTL closed-loop test",
+    name="dgsq_loop_tb",
+    module="gse_dgsq_loop_tb",
+    factory=DGSQLoopTestbenchTop,
+    params={
+        "n_ctx": 16,
+        "refresh_cycles": 1024,
+        "idle_cycles": 2048,
+        "container_bytes": 4096,
+        "ttl": 64,
+        "tick_shift": 4,
+        "n_req": 64,
+        "buffer_credits": 1024,
+        "grant_credits": 64,
+        "max_inflight": 2,
+        "n_tenants": 16,
+        "lease_cycles": 2048,
+        "src_node": 5,
+        "dst_node": 9,
+        "port": 3,
+        "link_reg": 1,
+    },
+    description="test-only: DGSQ manager + REQUEST/GRANT control-frame links (lossy) + "
+    "grant arbiter, for the RTL-to-RTL closed-loop test",
 )

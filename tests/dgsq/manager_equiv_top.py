@@ -16,6 +16,7 @@ old names; fields that are new have no counterpart and are checked by the bench.
 with one deliberate change of :data:`MUTATIONS` applied, to show the check catches a
 change.
 """
+
 import hashlib
 import importlib
 import inspect
@@ -26,7 +27,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from amaranth import *
+from amaranth.hdl import Cat, Module
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -34,8 +35,14 @@ import opengse.rtl
 from opengse.rtl.catalog import BlockSpec
 from opengse.rtl.dgsq.manager import EXPORTS as MANAGER_EXPORTS
 
-__all__ = ["DGSQManagerEquiv", "SPEC", "REFERENCE_COMMIT", "MUTATIONS", "compared_names",
-           "reference_available"]
+__all__ = [
+    "DGSQManagerEquiv",
+    "SPEC",
+    "REFERENCE_COMMIT",
+    "MUTATIONS",
+    "compared_names",
+    "reference_available",
+]
 
 #: The gateware tree the manager is compared with: main before the split into parts.
 REFERENCE_COMMIT = "27138512f5f1689a30d4a436f8082f8d80fb66f6"
@@ -45,8 +52,7 @@ REFERENCE_COMMIT = "27138512f5f1689a30d4a436f8082f8d80fb66f6"
 #: context's key field, which the reference put out as ``m_req.dst_node`` (both are the
 #: context word's, in every clock). ``m_pkt.tenant`` has no counterpart: the bench
 #: checks it against the packets taken.
-RENAMES = {"m_pkt.queue": "m_pkt.qid", "m_rel.credit": "m_rel.bytes",
-           "m_rel.dst_node": "m_req.dst_node"}
+RENAMES = {"m_pkt.queue": "m_pkt.qid", "m_rel.credit": "m_rel.bytes", "m_rel.dst_node": "m_req.dst_node"}
 
 #: Deliberate changes, by number: (file under rtl/, text, replacement). Each would pass
 #: the functional tests (the manager still works) but changes behaviour in time.
@@ -92,6 +98,7 @@ def _reference_module():
         with tarfile.open(fileobj=io.BytesIO(tar)) as t:
             t.extractall(dest.parent, filter="data")
         (dest.parent / "rtl").rename(dest)
+
     return _import_tree(f"gse_ref_{REFERENCE_COMMIT[:12]}", fill)
 
 
@@ -105,13 +112,13 @@ def _mutant_module(k):
         digest.update(str(f.relative_to(tree)).encode() + b"\0" + f.read_bytes())
 
     def fill(dest):
-        shutil.copytree(tree, dest,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(tree, dest, ignore=shutil.ignore_patterns("__pycache__"))
         f = dest / path
         src = f.read_text()
         if src.count(text) != 1:
             raise RuntimeError(f"mutation {k}: {text!r} not found once in rtl/{path}")
         f.write_text(src.replace(text, repl))
+
     return _import_tree(f"gse_mutant_{k}_{digest.hexdigest()[:12]}", fill)
 
 
@@ -136,8 +143,11 @@ def _reference_params(params):
 
 def _compared(dut, ref):
     ref_out = {n for n, (flow, _) in _leaves(ref.signature, ref).items() if flow == Out}
-    return [n for n, (flow, _) in _leaves(dut.signature, dut).items()
-            if flow == Out and RENAMES.get(n, n) in ref_out]
+    return [
+        n
+        for n, (flow, _) in _leaves(dut.signature, dut).items()
+        if flow == Out and RENAMES.get(n, n) in ref_out
+    ]
 
 
 def compared_names(params):
@@ -146,7 +156,7 @@ def compared_names(params):
     params = {k: v for k, v in params.items() if k != "mutation"}
     dut = MANAGER_EXPORTS[0].factory(**params)
     ref = _reference_module().DGSQManager(**_reference_params(params))
-    dut._MustUse__silence = ref._MustUse__silence = True     # only their signatures
+    dut._MustUse__silence = ref._MustUse__silence = True  # only their signatures
     return _compared(dut, ref)
 
 
@@ -159,8 +169,7 @@ class DGSQManagerEquiv(wiring.Component):
             self.dut = MANAGER_EXPORTS[0].factory(**params)
         self.ref = _reference_module().DGSQManager(**_reference_params(params))
         self.names = _compared(self.dut, self.ref)
-        super().__init__({**self.dut.signature.members, "mismatch": Out(1),
-                          "neq": Out(len(self.names))})
+        super().__init__({**self.dut.signature.members, "mismatch": Out(1), "neq": Out(len(self.names))})
 
     def elaborate(self, platform):
         m = Module()
@@ -180,10 +189,10 @@ class DGSQManagerEquiv(wiring.Component):
             else:
                 m.d.comb += value.eq(dut[name][1])
         for name, (flow, value) in ref.items():
-            assert flow == Out or name in {RENAMES.get(n, n) for n in top}, \
+            assert flow == Out or name in {RENAMES.get(n, n) for n in top}, (
                 f"reference input {name} has no counterpart"
-        m.d.comb += self.neq.eq(Cat(dut[n][1] != ref[RENAMES.get(n, n)][1]
-                                    for n in self.names))
+            )
+        m.d.comb += self.neq.eq(Cat(dut[n][1] != ref[RENAMES.get(n, n)][1] for n in self.names))
         m.d.comb += self.mismatch.eq(self.neq.any())
         return m
 

@@ -22,6 +22,7 @@ show that the check catches one. Slow tests (``-m slow``); as a command::
     .venv/bin/python tests/dgsq/test_arbiter_equivalence.py --n-req 64 --cycles 50000
     .venv/bin/python tests/dgsq/test_arbiter_equivalence.py --mutate round_robin
 """
+
 import argparse
 import importlib.util
 import json
@@ -54,8 +55,7 @@ BUILD_ARGS = ("--output-split", "0", "--output-split-cfuncs", "0", "-CFLAGS", "-
 
 #: Parameters of the co-simulation: small grants and a short lease, so that the egress
 #: room, lost containers and lease write-offs all come up within 50 000 clocks.
-PARAMS = {"buffer_credits": 512, "grant_credits": 16, "max_inflight": 2, "n_tenants": 4,
-          "lease_cycles": 512}
+PARAMS = {"buffer_credits": 512, "grant_credits": 16, "max_inflight": 2, "n_tenants": 4, "lease_cycles": 512}
 
 
 def _load_reference():
@@ -63,18 +63,28 @@ def _load_reference():
     name = "gse_reference.rtl.dgsq.arbiter"
     if name in sys.modules:
         return sys.modules[name]
-    for pkg in ("gse_reference", "gse_reference.rtl", "gse_reference.rtl.dgsq",
-                "gse_reference.rtl.header", "gse_reference.rtl.lib"):
+    for pkg in (
+        "gse_reference",
+        "gse_reference.rtl",
+        "gse_reference.rtl.dgsq",
+        "gse_reference.rtl.header",
+        "gse_reference.rtl.lib",
+    ):
         mod = types.ModuleType(pkg)
         mod.__path__ = []
         sys.modules[pkg] = mod
     for mod_name, path in REFERENCE_FILES.items():
         try:
-            source = subprocess.run(["git", "-C", str(REPO), "show", f"{REFERENCE}:{path}"],
-                                    check=True, capture_output=True, text=True).stdout
+            source = subprocess.run(
+                ["git", "-C", str(REPO), "show", f"{REFERENCE}:{path}"],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
         except (OSError, subprocess.CalledProcessError) as e:
-            raise RuntimeError(f"cannot read {path} at {REFERENCE[:7]} (needs the git "
-                               f"history of the checkout): {e}") from None
+            raise RuntimeError(
+                f"cannot read {path} at {REFERENCE[:7]} (needs the git history of the checkout): {e}"
+            ) from None
         full = f"gse_reference.{mod_name}"
         spec = importlib.util.spec_from_loader(full, loader=None, origin=f"{REFERENCE[:7]}:{path}")
         mod = importlib.util.module_from_spec(spec)
@@ -87,12 +97,14 @@ def _load_reference():
 def _mutate_round_robin():
     # The pick ignores its round-robin pointer: always the lowest candidate slot.
     from opengse.rtl.dgsq.arbiter import bits, pick
+
     return pick, "rr_first", lambda above, all_: bits.onehot_first(all_)
 
 
 def _mutate_lease_age():
     # Leases run out a quarter earlier (age 3 of 4 ticks).
     from opengse.rtl.dgsq.arbiter import lease
+
     return lease, "AGE_MAX", 3
 
 
@@ -121,6 +133,7 @@ def _wrapper(ports):
 
     def decl(kind, n, w):
         return f"    {kind} {'' if w == 1 else f'[{w - 1}:0] '}{n}"
+
     lines = [f"module {TOP} ("]
     body = [decl("input", "clk", 1), decl("input", "rst", 1)]
     body += [decl("input", n, w) for n, w in ins]
@@ -131,11 +144,9 @@ def _wrapper(ports):
     for inst, pre in (("gse_grant_arbiter_ref", "ref_"), ("gse_grant_arbiter", "")):
         conns = [".clk(clk)", ".rst(rst)"] + [f".{n}({n})" for n, _ in ins]
         conns += [f".{n}({pre}{n})" for n, _ in outs]
-        lines.append(f"  {inst} {'u_ref' if pre else 'u_new'} (\n    "
-                     + ",\n    ".join(conns) + "\n  );")
+        lines.append(f"  {inst} {'u_ref' if pre else 'u_new'} (\n    " + ",\n    ".join(conns) + "\n  );")
     # mismatch[k]: output k differs (k in the order of OUTPUTS, bit 0 first).
-    lines.append("  assign mismatch = {" + ", ".join(f"({n} != ref_{n})"
-                                                     for n, _ in reversed(outs)) + "};")
+    lines.append("  assign mismatch = {" + ", ".join(f"({n} != ref_{n})" for n, _ in reversed(outs)) + "};")
     lines.append("endmodule")
     return "\n".join(lines) + "\n", [n for n, _ in outs]
 
@@ -151,9 +162,11 @@ def build(n_req, mutate=None):
     rtl = build_dir / "rtl"
     rtl.mkdir(parents=True, exist_ok=True)
     ref = _load_reference()
-    ref_v = export_verilog(ref.GrantArbiter(**params), "gse_grant_arbiter_ref",
-                           keep_modules={"ram_g": "gse_grant_slot_ram_g_ref",
-                                         "ram_e": "gse_grant_slot_ram_e_ref"})
+    ref_v = export_verilog(
+        ref.GrantArbiter(**params),
+        "gse_grant_arbiter_ref",
+        keep_modules={"ram_g": "gse_grant_slot_ram_g_ref", "ram_e": "gse_grant_slot_ram_e_ref"},
+    )
     spec = arbiter_pkg.EXPORTS[0]
     with _mutated(mutate):
         new = spec.build(**params)
@@ -166,10 +179,22 @@ def build(n_req, mutate=None):
             path.write_text(text)
         sources.append(path)
     runner = get_runner("verilator")
-    runner.build(sources=sources, hdl_toplevel=TOP, build_dir=build_dir,
-                 build_args=["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "0",
-                             "--x-initial", "0", *BUILD_ARGS],
-                 log_file=build_dir / "build.log")
+    runner.build(
+        sources=sources,
+        hdl_toplevel=TOP,
+        build_dir=build_dir,
+        build_args=[
+            "-Wno-fatal",
+            "-Wno-lint",
+            "-Wno-style",
+            "--x-assign",
+            "0",
+            "--x-initial",
+            "0",
+            *BUILD_ARGS,
+        ],
+        log_file=build_dir / "build.log",
+    )
     return runner, build_dir, {**params, "outputs": outputs}
 
 
@@ -183,9 +208,16 @@ def cosimulate(n_req, cycles, seed=1, mutate=None):
     env = {"OPENGSE_PARAMS": json.dumps(params), "EQUIV_CYCLES": str(cycles)}
     xml = run_dir / "results.xml"
     try:
-        runner.test(test_module="cocotb_arbiter_equivalence", hdl_toplevel=TOP, seed=seed,
-                    build_dir=build_dir, test_dir=run_dir, results_xml=str(xml),
-                    extra_env=env, log_file=run_dir / "sim.log")
+        runner.test(
+            test_module="cocotb_arbiter_equivalence",
+            hdl_toplevel=TOP,
+            seed=seed,
+            build_dir=build_dir,
+            test_dir=run_dir,
+            results_xml=str(xml),
+            extra_env=env,
+            log_file=run_dir / "sim.log",
+        )
     except SystemExit:
         pass
     total, failed = get_results(xml) if xml.exists() else (0, 0)

@@ -25,11 +25,11 @@ state read at clock 20); ``-m slow`` runs depth 26 (each step deeper costs sever
 times the one before: step 26 alone ran for over 20 minutes); ``DGSQ_FORMAL_DEPTH``
 overrides.
 """
+
 import os
 
 import pytest
-from amaranth.hdl import Assert, Assume, Cover, Elaboratable, Module, Signal
-from amaranth.lib import wiring
+from amaranth.hdl import Assert, Assume, Cover, Elaboratable, Module
 
 from opengse.rtl.dgsq.arbiter import GrantArbiter
 from opengse.sim.formal import prove
@@ -39,10 +39,9 @@ from opengse.sim.runner import BUILD_ROOT
 #: memories become flip-flops (4 words).
 SOLVER = dict(engine="smtbmc yices", script=("memory_map",))
 
-KEYS = 4               # queue keys narrowed: src_node, dgsq < KEYS
+KEYS = 4  # queue keys narrowed: src_node, dgsq < KEYS
 
-PARAMS = dict(n_req=4, buffer_credits=10, grant_credits=4, max_inflight=2, n_tenants=2,
-              lease_cycles=16)
+PARAMS = dict(n_req=4, buffer_credits=10, grant_credits=4, max_inflight=2, n_tenants=2, lease_cycles=16)
 
 
 class ArbiterProperties(Elaboratable):
@@ -53,7 +52,7 @@ class ArbiterProperties(Elaboratable):
         m = Module()
         m.submodules.dut = dut = self.dut
         G, BUF, K = dut.grant_credits, dut.buffer_credits, dut.max_inflight
-        for key in (dut.s_req.payload, dut.s_arr.payload):     # (see the module docstring)
+        for key in (dut.s_req.payload, dut.s_arr.payload):  # (see the module docstring)
             m.d.comb += [Assume(key.src_node < KEYS), Assume(key.dgsq < KEYS)]
         m.d.comb += Assert(dut.outst_now <= BUF, "outstanding credit exceeds the egress buffer")
         with m.If(dut.g_fire):
@@ -69,9 +68,8 @@ class ArbiterProperties(Elaboratable):
         # Never two operations on one slot in the lanes.
         for j, (vj, ohj) in enumerate(dut.pipe):
             with m.If(vj):
-                m.d.comb += Assert((ohj != 0) & ((ohj & (ohj - 1)[:len(ohj)]) == 0),
-                                   "lane slot not one-hot")
-            for vk, ohk in dut.pipe[j + 1:]:
+                m.d.comb += Assert((ohj != 0) & ((ohj & (ohj - 1)[: len(ohj)]) == 0), "lane slot not one-hot")
+            for vk, ohk in dut.pipe[j + 1 :]:
                 with m.If(vj & vk):
                     m.d.comb += Assert((ohj & ohk) == 0, "two operations on one slot in flight")
         # Non-vacuity: a granted slot's state is checked.
@@ -86,20 +84,35 @@ def _ports(dut):
     return out
 
 
-@pytest.mark.parametrize("depth", [
-    int(os.environ.get("DGSQ_FORMAL_DEPTH", 25)),
-    pytest.param(26, marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "depth",
+    [
+        int(os.environ.get("DGSQ_FORMAL_DEPTH", 25)),
+        pytest.param(26, marks=pytest.mark.slow),
+    ],
+)
 def test_arbiter_safety_bmc(depth):
     top = ArbiterProperties(**PARAMS)
-    res = prove(top, ports=_ports(top.dut), depth=depth, mode="bmc", **SOLVER,
-                workdir=BUILD_ROOT / "formal" / f"grant_arbiter_bmc{depth}")
+    res = prove(
+        top,
+        ports=_ports(top.dut),
+        depth=depth,
+        mode="bmc",
+        **SOLVER,
+        workdir=BUILD_ROOT / "formal" / f"grant_arbiter_bmc{depth}",
+    )
     assert res.passed
 
 
 def test_arbiter_grants_reachable():
     """The properties are not vacuous: a grant's state check is reachable."""
     top = ArbiterProperties(**PARAMS)
-    res = prove(top, ports=_ports(top.dut), depth=23, mode="cover", **SOLVER,
-                workdir=BUILD_ROOT / "formal" / "grant_arbiter_cover")
+    res = prove(
+        top,
+        ports=_ports(top.dut),
+        depth=23,
+        mode="cover",
+        **SOLVER,
+        workdir=BUILD_ROOT / "formal" / "grant_arbiter_cover",
+    )
     assert res.passed

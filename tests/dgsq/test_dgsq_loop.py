@@ -1,6 +1,7 @@
 """DGSQ closed loop RTL-to-RTL: manager + control frames + grant arbiter on Verilator.
 
 See docs/dgsq-loop.md. One Verilator build (~40 s) for all cases."""
+
 import pytest
 
 from opengse.sim.runner import run_cocotb
@@ -20,13 +21,22 @@ LOOP = {**MANAGER, **ARBITER, "src_node": 5, "dst_node": 9, "port": 3, "link_reg
 #: rounded bytes; docs/dgsq-loop.md). All are regression cases.
 
 
-@pytest.mark.parametrize("testcase,seed", [
-    ("test_loop_lossless", 0),
-    ("test_loop_lossless", 1),
-    ("test_loop_lossless", 3),
-    ("test_loop_lossless", 4),
-    ("test_loop_control_loss", 0),
-])
+@pytest.mark.parametrize(
+    "testcase,seed",
+    [
+        ("test_loop_lossless", 0),
+        ("test_loop_lossless", 1),
+        ("test_loop_lossless", 3),
+        ("test_loop_lossless", 4),
+        ("test_loop_control_loss", 0),
+    ],
+)
 def test_dgsq_loop(testcase, seed):
-    run_cocotb(DGSQ_LOOP, LOOP, "cocotb_dgsq_loop", testcase=testcase,
-               build_args=BUILD_ARGS, extra_env={"DGSQ_LOOP_CASE_SEED": str(seed)})
+    run_cocotb(
+        DGSQ_LOOP,
+        LOOP,
+        "cocotb_dgsq_loop",
+        testcase=testcase,
+        build_args=BUILD_ARGS,
+        extra_env={"DGSQ_LOOP_CASE_SEED": str(seed)},
+    )

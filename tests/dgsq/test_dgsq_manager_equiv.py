@@ -3,6 +3,7 @@
 
 Slow-marked (two Verilator builds: the check and one mutant). Run with
 ``.venv/bin/python -m pytest tests/dgsq/test_dgsq_manager_equiv.py -m slow -n 0``."""
+
 import json
 
 import pytest
@@ -20,9 +21,17 @@ def _run(mutation=0, seed=1, cycles=CYCLES):
     if why:
         pytest.skip(f"no reference to compare with: {why}")
     params = {**MANAGER, "mutation": mutation}
-    run_cocotb(SPEC, params, "cocotb_dgsq_manager_equiv", build_args=BUILD_ARGS,
-               extra_env={"EQUIV_NAMES": json.dumps(compared_names(params)),
-                          "EQUIV_CYCLES": str(cycles), "EQUIV_SEED": str(seed)})
+    run_cocotb(
+        SPEC,
+        params,
+        "cocotb_dgsq_manager_equiv",
+        build_args=BUILD_ARGS,
+        extra_env={
+            "EQUIV_NAMES": json.dumps(compared_names(params)),
+            "EQUIV_CYCLES": str(cycles),
+            "EQUIV_SEED": str(seed),
+        },
+    )
 
 
 @pytest.mark.slow

@@ -1,5 +1,6 @@
 """REQUEST/GRANT and container framing blocks (rtl/dgsq/*_framing.py, control_demux.py)
 on Verilator, each against a plain-Python reference."""
+
 import pytest
 
 from opengse.sim.runner import run_cocotb
@@ -16,5 +17,8 @@ def test_grant_framing(slot_bits, ttl):
 
 @pytest.mark.parametrize("depth", [4, 2])
 def test_container_framing(depth):
-    run_cocotb("container_framing", {"queue_bits": 6, "credit_bits": 24, "ttl": 64,
-                                     "depth": depth}, "cocotb_container_framing")
+    run_cocotb(
+        "container_framing",
+        {"queue_bits": 6, "credit_bits": 24, "ttl": 64, "depth": depth},
+        "cocotb_container_framing",
+    )

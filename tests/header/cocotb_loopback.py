@@ -1,5 +1,6 @@
 """Tag -> parse -> untag identity: the RTL parser restores exactly what the RTL tagger
 was given, and hands back exactly the header fields it was given."""
+
 import random
 
 import cocotb
@@ -12,8 +13,7 @@ from opengse.sim.runner import test_params
 from opengse.sim.traffic import frame_sizes, random_frame
 from opengse.sim.valid_ready import FieldStreamSink, FieldStreamSource
 
-TAG_FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl",
-              "seq", "len", "dgsq")
+TAG_FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq", "len", "dgsq")
 SIDE_FIELDS = TAG_FIELDS + ("ver", "next_type", "gse", "eth_dst", "eth_src", "eth_type")
 
 
@@ -37,11 +37,18 @@ async def test_identity(dut):
     sent = []
     for size in frame_sizes(rng, 80, big_share=0.1 if width >= 32 else 0.02):
         raw = random_frame(rng, size)
-        hdr = {"type": rng.choice([0, 0, 1, 2, 3]), "flags": rng.randrange(8),
-               "tc": rng.randrange(8), "tenant": rng.randrange(4096),
-               "src_node": rng.randrange(65536), "dst_node": rng.randrange(65536),
-               "port": rng.randrange(256), "ttl": rng.randrange(1, 256),
-               "seq": rng.randrange(65536), "dgsq": rng.randrange(65536)}
+        hdr = {
+            "type": rng.choice([0, 0, 1, 2, 3]),
+            "flags": rng.randrange(8),
+            "tc": rng.randrange(8),
+            "tenant": rng.randrange(4096),
+            "src_node": rng.randrange(65536),
+            "dst_node": rng.randrange(65536),
+            "port": rng.randrange(256),
+            "ttl": rng.randrange(1, 256),
+            "seq": rng.randrange(65536),
+            "dgsq": rng.randrange(65536),
+        }
         hdr["len"] = len(raw) if hdr["type"] == 0 else rng.randrange(65536)
         source.send_nowait(AxiStreamFrame(raw))
         hdr_in.send(hdr)

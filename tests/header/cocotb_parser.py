@@ -1,6 +1,7 @@
 """cocotb bench for GSEParser: scapy-built GSE frames of every size class, control
 frames and plain Ethernet frames, with every malformed reason mixed in randomly,
 random back-pressure on data and header outputs and idle cycles on the input."""
+
 import random
 
 import cocotb
@@ -9,15 +10,14 @@ from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
 from opengse.sim.cocotb_util import random_pause, reset_dut
-from opengse.sim.gse_scapy import GSE_ETHERTYPE, control_frame, tag
+from opengse.sim.gse_scapy import control_frame, tag
 from opengse.sim.parser_model import HDR_FIELDS, parse_reference
 from opengse.sim.runner import test_params
 from opengse.sim.traffic import frame_sizes, random_frame
 from opengse.sim.valid_ready import FieldStreamSink
 
 SIDE_FIELDS = HDR_FIELDS + ("gse", "eth_dst", "eth_src", "eth_type")
-COUNTERS = ("frames", "other", "drop_runt", "drop_ver", "drop_type", "drop_ttl",
-            "err_len", "err_frame")
+COUNTERS = ("frames", "other", "drop_runt", "drop_ver", "drop_type", "drop_ttl", "err_len", "err_frame")
 
 
 class TB:
@@ -42,10 +42,18 @@ class TB:
 
     def gse_fields(self, **over):
         r = self.rng
-        f = {"type": 0, "flags": r.randrange(8), "tc": r.randrange(8), "tenant": r.randrange(4096),
-             "src_node": r.randrange(65536), "dst_node": r.randrange(65536),
-             "port": r.randrange(256), "ttl": r.randrange(1, 256), "seq": r.randrange(65536),
-             "dgsq": r.randrange(65536)}
+        f = {
+            "type": 0,
+            "flags": r.randrange(8),
+            "tc": r.randrange(8),
+            "tenant": r.randrange(4096),
+            "src_node": r.randrange(65536),
+            "dst_node": r.randrange(65536),
+            "port": r.randrange(256),
+            "ttl": r.randrange(1, 256),
+            "seq": r.randrange(65536),
+            "dgsq": r.randrange(65536),
+        }
         f.update(over)
         return f
 
@@ -56,29 +64,29 @@ class TB:
         while not plain and 0.55 <= k < 0.67:
             k = r.random()
         bad = r.random() < 0.05
-        if k < 0.45:                                    # good DATA frame
+        if k < 0.45:  # good DATA frame
             orig = random_frame(r, max(60, size - 18))
             return tag(orig, **self.gse_fields(len=len(orig))), bad
-        if k < 0.55:                                    # control frame
+        if k < 0.55:  # control frame
             fields = self.gse_fields(len=r.randrange(65536))
             del fields["type"]
             return control_frame(r.choice(["REQUEST", "GRANT", "PROBE"]), **fields), bad
-        if k < 0.67:                                    # plain Ethernet
+        if k < 0.67:  # plain Ethernet
             return random_frame(r, size), bad
-        if k < 0.72:                                    # wrong version
+        if k < 0.72:  # wrong version
             raw = bytearray(tag(random_frame(r, 60), **self.gse_fields(len=60)))
             raw[14] = (r.choice([0, 2, 3, 15]) << 4) | (raw[14] & 15)
             return bytes(raw), bad
-        if k < 0.77:                                    # reserved type
+        if k < 0.77:  # reserved type
             return tag(random_frame(r, 60), **self.gse_fields(type=r.randrange(4, 16), len=60)), bad
-        if k < 0.82:                                    # ttl 0
+        if k < 0.82:  # ttl 0
             return tag(random_frame(r, 60), **self.gse_fields(ttl=0, len=60)), bad
-        if k < 0.87:                                    # runt: no full Ethernet header
+        if k < 0.87:  # runt: no full Ethernet header
             return bytes(r.randrange(256) for _ in range(r.randint(1, 13))), bad
-        if k < 0.92:                                    # runt: GSE header cut short
+        if k < 0.92:  # runt: GSE header cut short
             raw = tag(random_frame(r, 60), **self.gse_fields(len=60))
-            return raw[:r.randint(14, 31)], bad
-        orig = random_frame(r, max(60, size - 18))       # DATA with a wrong len
+            return raw[: r.randint(14, 31)], bad
+        orig = random_frame(r, max(60, size - 18))  # DATA with a wrong len
         wrong = (len(orig) + r.choice([-1, 1, 7, -60, 1000])) % 65536
         return tag(orig, **self.gse_fields(len=wrong)), bad
 
@@ -90,7 +98,7 @@ class TB:
 async def check_header_first(dut):
     """Each frame's header is offered no later than the frame's first beat, unless the
     header port is still offering an earlier frame's header (the consumer holds it)."""
-    presented = frames = 0      # headers handed over or on offer; frames started
+    presented = frames = 0  # headers handed over or on offer; frames started
     in_frame = False
     while True:
         await RisingEdge(dut.clk)
@@ -115,7 +123,7 @@ async def run_mix(dut, count, p_in, p_out, seed):
     tb.set_pauses(p_in, p_out)
     await tb.reset()
     cocotb.start_soon(check_header_first(dut))
-    big_share = 0.1 if tb.width >= 32 else 0.02   # every size class at any width; fewer big ones at 8 bits
+    big_share = 0.1 if tb.width >= 32 else 0.02  # every size class at any width; fewer big ones at 8 bits
     expected = []
     stats = {n: 0 for n in COUNTERS}
     for size in frame_sizes(tb.rng, count, big_share=big_share):

@@ -3,6 +3,7 @@ control, plain Ethernet and every kind of malformed frame (built as in
 ``cocotb_parser.py``), random idle cycles and back-pressure on ``m_axis`` and
 ``m_hdr``; the scoreboard's model is :func:`opengse.sim.parser_model.parse_reference`,
 and the ``stat_*`` counters are checked against the same model at the end."""
+
 import random
 
 import cocotb
@@ -17,15 +18,22 @@ from opengse.sim.traffic import frame_sizes, random_frame
 from opengse.sim.uvm.axis_env import CONFIG_KEY, AxisEnv, AxisEnvConfig, AxisItem, AxisSequence
 
 SIDE_FIELDS = HDR_FIELDS + ("gse", "eth_dst", "eth_src", "eth_type")
-COUNTERS = ("frames", "other", "drop_runt", "drop_ver", "drop_type", "drop_ttl",
-            "err_len", "err_frame")
+COUNTERS = ("frames", "other", "drop_runt", "drop_ver", "drop_type", "drop_ttl", "err_len", "err_frame")
 
 
 def gse_fields(r, **over):
-    f = {"type": 0, "flags": r.randrange(8), "tc": r.randrange(8), "tenant": r.randrange(4096),
-         "src_node": r.randrange(65536), "dst_node": r.randrange(65536),
-         "port": r.randrange(256), "ttl": r.randrange(1, 256), "seq": r.randrange(65536),
-         "dgsq": r.randrange(65536)}
+    f = {
+        "type": 0,
+        "flags": r.randrange(8),
+        "tc": r.randrange(8),
+        "tenant": r.randrange(4096),
+        "src_node": r.randrange(65536),
+        "dst_node": r.randrange(65536),
+        "port": r.randrange(256),
+        "ttl": r.randrange(1, 256),
+        "seq": r.randrange(65536),
+        "dgsq": r.randrange(65536),
+    }
     f.update(over)
     return f
 
@@ -55,7 +63,7 @@ def make_frame(r, size):
         return bytes(r.randrange(256) for _ in range(r.randint(1, 13))), bad, "runt_eth"
     if k < 0.92:
         raw = tag(random_frame(r, 60), **gse_fields(r, len=60))
-        return raw[:r.randint(14, 31)], bad, "runt_gse"
+        return raw[: r.randint(14, 31)], bad, "runt_gse"
     orig = random_frame(r, max(60, size - 18))
     wrong = (len(orig) + r.choice([-1, 1, 7, -60, 1000])) % 65536
     return tag(orig, **gse_fields(r, len=wrong)), bad, "len"
@@ -63,12 +71,14 @@ def make_frame(r, size):
 
 def parser_model(strip):
     """Scoreboard model: ``parse_reference`` mapped onto expected :class:`AxisItem` s."""
+
     def model(item):
         ref = parse_reference(item.data, item.error, strip=strip)
         if ref[0] == "drop":
             return []
         _, out, hdr, err, _reasons, _kind = ref
         return [AxisItem("exp", out, err, hdr)]
+
     return model
 
 
@@ -87,15 +97,22 @@ def expected_counters(items, strip):
 
 class ParserTestBase(uvm_test):
     """Builds the env for the parser; subclasses set the traffic and back-pressure."""
+
     COUNT, P_IN, P_OUT, SEED = 150, 0.3, 0.4, 21
 
     def build_phase(self):
         self.params = test_params()
         self.strip = bool(self.params["strip"])
         self.rng = random.Random(self.SEED)
-        cfg = AxisEnvConfig(dut=cocotb.top, model=parser_model(self.strip),
-                            m_side="m_hdr", m_side_fields=SIDE_FIELDS,
-                            p_in=self.P_IN, p_out=self.P_OUT, seed=self.SEED)
+        cfg = AxisEnvConfig(
+            dut=cocotb.top,
+            model=parser_model(self.strip),
+            m_side="m_hdr",
+            m_side_fields=SIDE_FIELDS,
+            p_in=self.P_IN,
+            p_out=self.P_OUT,
+            seed=self.SEED,
+        )
         ConfigDB().set(None, "*", CONFIG_KEY, cfg)
         self.env = AxisEnv("env", self)
 
@@ -130,4 +147,5 @@ class ParserMixBackpressure(ParserTestBase):
 @pyuvm.test()
 class ParserMixFullRate(ParserTestBase):
     """The same mix with no pauses at all."""
+
     COUNT, P_IN, P_OUT, SEED = 100, 0.0, 0.0, 22

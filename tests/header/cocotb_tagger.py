@@ -1,5 +1,6 @@
 """cocotb bench for GSETagger: scapy reference tagging, random back-pressure,
 idle cycles, spoofed, runt and bad frames mixed into valid traffic."""
+
 import random
 
 import cocotb
@@ -15,8 +16,7 @@ from opengse.sim.runner import test_params
 from opengse.sim.traffic import random_tag_fields, frame_sizes, random_frame
 from opengse.sim.valid_ready import FieldStreamSource
 
-HDR_FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl",
-              "seq", "len", "dgsq")
+HDR_FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq", "len", "dgsq")
 
 
 class TB:
@@ -48,8 +48,10 @@ class TB:
 
     async def counters(self):
         await RisingEdge(self.dut.clk)
-        return {n: int(getattr(self.dut, f"stat_{n}").value)
-                for n in ("frames", "drop_spoof", "drop_runt", "err_frame")}
+        return {
+            n: int(getattr(self.dut, f"stat_{n}").value)
+            for n in ("frames", "drop_spoof", "drop_runt", "err_frame")
+        }
 
 
 def last_user(frame):
@@ -60,16 +62,16 @@ async def run_mix(dut, count, p_in, p_out, seed, malformed=True):
     tb = TB(dut, seed)
     tb.set_pauses(p_in, p_out)
     await tb.reset()
-    big_share = 0.1 if tb.width >= 32 else 0.02   # every size class at any width; fewer big ones at 8 bits
+    big_share = 0.1 if tb.width >= 32 else 0.02  # every size class at any width; fewer big ones at 8 bits
     expected = []
     stats = {"frames": 0, "drop_spoof": 0, "drop_runt": 0, "err_frame": 0}
     for size in frame_sizes(tb.rng, count, big_share=big_share):
         kind = tb.rng.random() if malformed else 1.0
-        if kind < 0.08:                       # spoofing: already GSE-tagged
+        if kind < 0.08:  # spoofing: already GSE-tagged
             raw = random_frame(tb.rng, size, ethertype=GSE_ETHERTYPE)
             tb.send(raw, tb.random_header(size))
             stats["drop_spoof"] += 1
-        elif kind < 0.14:                     # runt: ends before the EtherType
+        elif kind < 0.14:  # runt: ends before the EtherType
             raw = bytes(tb.rng.randrange(256) for _ in range(tb.rng.randint(1, 13)))
             tb.send(raw, tb.random_header(len(raw)), bad=tb.rng.random() < 0.5)
             stats["drop_runt"] += 1
@@ -84,8 +86,10 @@ async def run_mix(dut, count, p_in, p_out, seed, malformed=True):
             stats["err_frame"] += bad
     for want, bad, hdr, raw in expected:
         got = await tb.sink.recv()
-        assert bytes(got.tdata) == want, \
-            f"tagged frame differs (len {len(got.tdata)} vs {len(want)}):\n{bytes(got.tdata).hex()}\n{want.hex()}"
+        assert bytes(got.tdata) == want, (
+            f"tagged frame differs (len {len(got.tdata)} vs {len(want)}):\n"
+            f"{bytes(got.tdata).hex()}\n{want.hex()}"
+        )
         # And scapy dissects what the RTL built into the fields it was given.
         gse = Ether(bytes(got.tdata))[GSE]
         assert {k: int(getattr(gse, k)) for k in HDR_FIELDS} == hdr

@@ -2,6 +2,7 @@
 size class with random headers on ``s_hdr``, spoofed (already GSE), runt and
 MAC-errored frames mixed in, random idle cycles and back-pressure; the scoreboard's
 model is :func:`opengse.sim.gse_scapy.tag`, and the ``stat_*`` counters are checked."""
+
 import random
 
 import cocotb
@@ -14,8 +15,7 @@ from opengse.sim.runner import test_params
 from opengse.sim.traffic import random_tag_fields, frame_sizes, random_frame
 from opengse.sim.uvm.axis_env import CONFIG_KEY, AxisEnv, AxisEnvConfig, AxisItem, AxisSequence
 
-HDR_FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl",
-              "seq", "len", "dgsq")
+HDR_FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq", "len", "dgsq")
 COUNTERS = ("frames", "drop_spoof", "drop_runt", "err_frame")
 
 
@@ -41,14 +41,21 @@ def expected_counters(items):
 
 class TaggerTestBase(uvm_test):
     """Builds the env for the tagger; subclasses set the traffic and back-pressure."""
+
     COUNT, P_IN, P_OUT, SEED, MALFORMED = 150, 0.3, 0.3, 31, True
 
     def build_phase(self):
         self.params = test_params()
         self.rng = random.Random(self.SEED)
-        cfg = AxisEnvConfig(dut=cocotb.top, model=tagger_model, s_side="s_hdr",
-                            s_side_fields=HDR_FIELDS, p_in=self.P_IN, p_out=self.P_OUT,
-                            seed=self.SEED)
+        cfg = AxisEnvConfig(
+            dut=cocotb.top,
+            model=tagger_model,
+            s_side="s_hdr",
+            s_side_fields=HDR_FIELDS,
+            p_in=self.P_IN,
+            p_out=self.P_OUT,
+            seed=self.SEED,
+        )
         ConfigDB().set(None, "*", CONFIG_KEY, cfg)
         self.env = AxisEnv("env", self)
 
@@ -92,4 +99,5 @@ class TaggerMixBackpressure(TaggerTestBase):
 @pyuvm.test()
 class TaggerFullRate(TaggerTestBase):
     """Valid frames only, no pauses."""
+
     COUNT, P_IN, P_OUT, SEED, MALFORMED = 60, 0.0, 0.0, 32, False

@@ -1,4 +1,5 @@
 """Test-only composition: GSETagger -> GSEParser(strip=1), for the identity test."""
+
 from amaranth import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -12,12 +13,14 @@ from opengse.rtl.header.tagger import GSETagger, TaggerHeaderLayout
 class TagParseLoop(wiring.Component):
     def __init__(self, data_width):
         self.data_width = data_width
-        super().__init__({
-            "s_axis": In(AXIStreamSignature(data_width)),
-            "s_hdr": In(stream.Signature(TaggerHeaderLayout)),
-            "m_axis": Out(AXIStreamSignature(data_width)),
-            "m_hdr": Out(stream.Signature(ParsedHeaderLayout)),
-        })
+        super().__init__(
+            {
+                "s_axis": In(AXIStreamSignature(data_width)),
+                "s_hdr": In(stream.Signature(TaggerHeaderLayout)),
+                "m_axis": Out(AXIStreamSignature(data_width)),
+                "m_hdr": Out(stream.Signature(ParsedHeaderLayout)),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -31,6 +34,10 @@ class TagParseLoop(wiring.Component):
         return m
 
 
-LOOPBACK = BlockSpec(name="tag_parse_loop", module="gse_tag_parse_loop",
-                     factory=lambda data_width: TagParseLoop(data_width),
-                     params={"data_width": 64}, description="test-only: tagger -> parser(strip)")
+LOOPBACK = BlockSpec(
+    name="tag_parse_loop",
+    module="gse_tag_parse_loop",
+    factory=lambda data_width: TagParseLoop(data_width),
+    params={"data_width": 64},
+    description="test-only: tagger -> parser(strip)",
+)

@@ -1,4 +1,5 @@
 """pyuvm tests (opengse.sim.uvm.axis_env) of the header blocks: tagger and parser."""
+
 from opengse.sim.runner import run_cocotb
 
 

@@ -5,6 +5,7 @@ Reference (plain Python): each frame gets a random select 0..2**sel_bits-1 on
 other drops it. Every output must carry exactly its frames, whole and in order; the
 dropped ones are counted in ``stat_drop_unrouted``.
 """
+
 import random
 
 import cocotb
@@ -37,11 +38,13 @@ class DemuxBench:
         cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
         self.src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
         self.sel = FieldStreamSource(dut, "s_sel", dut.clk, fields=["index"])
-        self.sinks = [AxiStreamSink(AxiStreamBus.from_prefix(dut, f"m_axis_{i}"), dut.clk,
-                                    dut.rst) for i in range(self.n)]
+        self.sinks = [
+            AxiStreamSink(AxiStreamBus.from_prefix(dut, f"m_axis_{i}"), dut.clk, dut.rst)
+            for i in range(self.n)
+        ]
         self.expect = [[] for _ in range(self.n)]
         self.dropped = 0
-        self.in_beats = []          # clock index of every input beat
+        self.in_beats = []  # clock index of every input beat
         self.errors = []
 
     async def start(self):
@@ -51,7 +54,8 @@ class DemuxBench:
     def frame(self, serial, length, index=None):
         index = self.rng.randrange(self.sel_values) if index is None else index
         body = bytes([serial & 0xFF, serial >> 8]) + bytes(
-            self.rng.randrange(256) for _ in range(max(0, length - 2)))
+            self.rng.randrange(256) for _ in range(max(0, length - 2))
+        )
         body = body[:length]
         user = int(self.rng.random() < 0.1)
         if index < self.n:
@@ -120,5 +124,6 @@ async def test_full_rate(dut):
         tb.frame(serial, tb.rng.choice([8, 60, 64, 65, 200]))
     await tb.check()
     beats = tb.in_beats
-    assert beats[-1] - beats[0] + 1 == len(beats), \
+    assert beats[-1] - beats[0] + 1 == len(beats), (
         f"{len(beats)} beats over {beats[-1] - beats[0] + 1} clocks: bubbles"
+    )

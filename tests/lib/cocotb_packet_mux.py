@@ -6,6 +6,7 @@ records, at every packet start, which inputs had a packet waiting, and checks th
 winner against the policy (strict priority: the lowest such input; round-robin: the
 first such input after the previous winner).
 """
+
 import random
 
 import cocotb
@@ -35,13 +36,15 @@ class MuxBench:
         self.policy = self.p["policy"]
         self.rng = random.Random(seed)
         cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-        self.srcs = [AxiStreamSource(AxiStreamBus.from_prefix(dut, f"s_axis_{i}"), dut.clk,
-                                     dut.rst) for i in range(self.n)]
+        self.srcs = [
+            AxiStreamSource(AxiStreamBus.from_prefix(dut, f"s_axis_{i}"), dut.clk, dut.rst)
+            for i in range(self.n)
+        ]
         self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
-        self.sent = [[] for _ in range(self.n)]     # (serial, bytes, tuser) per input
-        self.starts = []            # (winner, waiting set) at each packet start
+        self.sent = [[] for _ in range(self.n)]  # (serial, bytes, tuser) per input
+        self.starts = []  # (winner, waiting set) at each packet start
         self.errors = []
-        self.out_beats = []         # clock index of every output beat
+        self.out_beats = []  # clock index of every output beat
         self.in_beats = 0
 
     async def start(self):
@@ -50,7 +53,8 @@ class MuxBench:
 
     def frame(self, i, serial, length):
         body = bytes([i, serial >> 8, serial & 0xFF]) + bytes(
-            self.rng.randrange(256) for _ in range(max(0, length - 3)))
+            self.rng.randrange(256) for _ in range(max(0, length - 3))
+        )
         body = body[:length] if length >= 3 else body
         user = int(self.rng.random() < 0.1)
         self.sent[i].append((body, user))
@@ -84,8 +88,10 @@ class MuxBench:
                     waiting = {k for k in range(self.n) if valid[k]}
                     want = self.expected_winner(waiting, last_winner)
                     if i != want:
-                        self.errors.append(f"clock {clock}: input {i} won, waiting {sorted(waiting)}, "
-                                           f"previous {last_winner}: policy wants {want}")
+                        self.errors.append(
+                            f"clock {clock}: input {i} won, waiting {sorted(waiting)}, "
+                            f"previous {last_winner}: policy wants {want}"
+                        )
                     self.starts.append((i, waiting))
                     last_winner = i
                 in_pkt[i] = not last[i]
@@ -153,12 +159,13 @@ async def test_full_rate(dut):
             tb.frame(i, serial, tb.rng.choice([8, 64, 65, 200]))
     await tb.collect()
     beats = tb.out_beats
-    assert beats[-1] - beats[0] + 1 == len(beats), \
+    assert beats[-1] - beats[0] + 1 == len(beats), (
         f"{len(beats)} beats over {beats[-1] - beats[0] + 1} clocks: bubbles"
+    )
     if tb.policy == 0:
         # Strict priority with every queue full: input 0 first, then 1, ...
         order = [w for w, _ in tb.starts]
         assert order == sorted(order), "strict priority did not drain input 0 first"
     else:
         order = [w for w, _ in tb.starts]
-        assert order[:2 * tb.n] == [k % tb.n for k in range(2 * tb.n)], order[:2 * tb.n]
+        assert order[: 2 * tb.n] == [k % tb.n for k in range(2 * tb.n)], order[: 2 * tb.n]

@@ -5,6 +5,7 @@ order. A cycle monitor checks the rest of its contract every clock: at most two 
 inside, ``tready`` low exactly when two are inside (both registers full), and the
 output's ``tvalid``/beat held while it is not taken.
 """
+
 import random
 
 import cocotb
@@ -58,13 +59,18 @@ class SkidBench:
             clock += 1
             s_fire = int(d.s_axis_tvalid.value) and int(d.s_axis_tready.value)
             m_valid, m_ready = int(d.m_axis_tvalid.value), int(d.m_axis_tready.value)
-            beat = (int(d.m_axis_tdata.value), int(d.m_axis_tkeep.value),
-                    int(d.m_axis_tlast.value), int(d.m_axis_tuser.value))
+            beat = (
+                int(d.m_axis_tdata.value),
+                int(d.m_axis_tkeep.value),
+                int(d.m_axis_tlast.value),
+                int(d.m_axis_tuser.value),
+            )
             if held is not None and (not m_valid or beat != held):
                 self.errors.append(f"clock {clock}: output changed before it was taken")
             if int(d.s_axis_tready.value) != (inside < 2):
-                self.errors.append(f"clock {clock}: tready {int(d.s_axis_tready.value)} "
-                                   f"with {inside} beats inside")
+                self.errors.append(
+                    f"clock {clock}: tready {int(d.s_axis_tready.value)} with {inside} beats inside"
+                )
             if m_valid != (inside > 0):
                 self.errors.append(f"clock {clock}: tvalid {m_valid} with {inside} beats inside")
             held = beat if m_valid and not m_ready else None
@@ -108,5 +114,6 @@ async def test_full_rate(dut):
         tb.frame(tb.rng.choice([8, 60, 64, 65, 200]))
     await tb.check()
     beats = tb.out_beats
-    assert beats[-1] - beats[0] + 1 == len(beats), \
+    assert beats[-1] - beats[0] + 1 == len(beats), (
         f"{len(beats)} beats over {beats[-1] - beats[0] + 1} clocks: bubbles"
+    )

@@ -4,6 +4,7 @@ One test per pair of the table in rtl/interfaces.py (source member -> sink membe
 ``wiring.connect`` raises ``ConnectionError`` when the two signatures differ in any
 member, width or direction, so each test fails on a mismatch.
 """
+
 import pytest
 from amaranth.hdl import Array, Module, Mux
 from amaranth.lib import data, wiring
@@ -28,6 +29,7 @@ from opengse.rtl.voq.buffer import VOQBuffer
 
 CFG = GSEConfig()
 
+
 class Leaf:
     """The blocks of one leaf, built from :data:`CFG` (constructed, not elaborated)."""
 
@@ -42,8 +44,7 @@ class Leaf:
         self.decoder = ControlFrameDecoder(cfg.data_width, cfg.ethertype)
         self.control_demux = ControlDemux()
         self.grant_framing = GrantFraming(slot_bits=self.arbiter.slot_bits)
-        self.container_framing = ContainerFraming(queue_bits=cfg.queue_bits,
-                                                  credit_bits=cfg.credit_bits)
+        self.container_framing = ContainerFraming(queue_bits=cfg.queue_bits, credit_bits=cfg.credit_bits)
 
 
 def connects(source, sink):
@@ -56,6 +57,7 @@ def leaf():
 
 
 # ---- pairs whose both ends exist on this branch --------------------------------------
+
 
 def test_container_framing_to_sprayer(leaf):
     connects(leaf.container_framing.m_meta, leaf.sprayer.s_meta)
@@ -105,9 +107,13 @@ def test_stream_pieces_between_blocks(leaf):
     mux = PacketMux(inputs=2, data_width=CFG.data_width)
     wiring.connect(m, leaf.encoder.m_axis, mux.s_axis[0])
     wiring.connect(m, mux.m_axis, leaf.sprayer.s_ctrl)
-    route = Array([0, 1, 1, 2])     # DATA -> reorder, REQUEST/GRANT -> decoder, PROBE
-    demux = PacketDemux(outputs=3, data_width=CFG.data_width, sel_layout=ParsedHeaderLayout,
-                        route=lambda h: Mux(h.gse & (h.type < 4), route[h.type[:2]], 3))
+    route = Array([0, 1, 1, 2])  # DATA -> reorder, REQUEST/GRANT -> decoder, PROBE
+    demux = PacketDemux(
+        outputs=3,
+        data_width=CFG.data_width,
+        sel_layout=ParsedHeaderLayout,
+        route=lambda h: Mux(h.gse & (h.type < 4), route[h.type[:2]], 3),
+    )
     wiring.connect(m, leaf.parser.m_axis, demux.s_axis)
     wiring.connect(m, leaf.parser.m_hdr, demux.s_sel)
     wiring.connect(m, demux.m_axis[0], leaf.reorder.s_axis)
@@ -133,6 +139,7 @@ def test_a_mismatch_raises(leaf):
 
 # ---- pairs with an end on the manager/VOQ branches (rtl/interfaces.py records) -------
 
+
 def test_manager_to_voq_packets(leaf):
     connects(leaf.manager.m_pkt, leaf.voq.s_meta)
 
@@ -155,5 +162,4 @@ def test_voq_descriptors_to_container_framing(leaf):
 
 def test_host_ingress_record_to_manager(leaf):
     """The host ingress (destination lookup, tagger) is not built yet: its record."""
-    connects(interfaces.packet_descriptor().create(path=("host_ingress",)),
-             leaf.manager.s_pkt)
+    connects(interfaces.packet_descriptor().create(path=("host_ingress",)), leaf.manager.s_pkt)

@@ -1,4 +1,5 @@
 """Stream pieces of rtl/lib on Verilator: packet mux, packet demux, skid buffer."""
+
 import pytest
 
 from opengse.sim.runner import run_cocotb
@@ -6,14 +7,12 @@ from opengse.sim.runner import run_cocotb
 
 @pytest.mark.parametrize("inputs,policy", [(3, 0), (3, 1), (4, 1)])
 def test_packet_mux(inputs, policy):
-    run_cocotb("packet_mux", {"inputs": inputs, "policy": policy, "data_width": 64},
-               "cocotb_packet_mux")
+    run_cocotb("packet_mux", {"inputs": inputs, "policy": policy, "data_width": 64}, "cocotb_packet_mux")
 
 
 @pytest.mark.parametrize("outputs,data_width", [(3, 64), (2, 32)])
 def test_packet_demux(outputs, data_width):
-    run_cocotb("packet_demux", {"outputs": outputs, "data_width": data_width},
-               "cocotb_packet_demux")
+    run_cocotb("packet_demux", {"outputs": outputs, "data_width": data_width}, "cocotb_packet_demux")
 
 
 @pytest.mark.parametrize("data_width", [64, 8])

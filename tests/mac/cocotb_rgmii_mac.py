@@ -6,6 +6,7 @@ rgmii_txc (from tx90_clk, 2 ns after tx_clk). The core side is cocotbext-axi. Fr
 are scapy Ether frames; the reference model for the wire is zlib.crc32 (FCS) and
 plain byte strings (preamble, padding). Every wait is bounded.
 """
+
 import os
 import random
 import struct
@@ -13,7 +14,7 @@ import zlib
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, RisingEdge, Timer, with_timeout
+from cocotb.triggers import ClockCycles, Timer, with_timeout
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 from cocotbext.eth import GmiiFrame, RgmiiSink, RgmiiSource
 from scapy.layers.l2 import Ether
@@ -24,8 +25,17 @@ from opengse.sim.runner import test_params
 
 PREAMBLE = b"\x55" * 7 + b"\xd5"
 IFG_NS = 12 * 8
-COUNTERS = ("rx_good", "rx_error", "rx_runt", "rx_bad_fcs", "rx_overrun", "rx_no_sfd",
-            "tx_frames", "tx_bad", "tx_underrun")
+COUNTERS = (
+    "rx_good",
+    "rx_error",
+    "rx_runt",
+    "rx_bad_fcs",
+    "rx_overrun",
+    "rx_no_sfd",
+    "tx_frames",
+    "tx_bad",
+    "tx_underrun",
+)
 
 
 def fcs(data):
@@ -34,8 +44,12 @@ def fcs(data):
 
 def scapy_frame(rng, size):
     """A scapy Ether frame of exactly ``size`` bytes (no FCS), random addresses/payload."""
-    mac = lambda: ":".join(f"{rng.randrange(256) & 0xfe if i == 0 else rng.randrange(256):02x}"
-                           for i in range(6))
+
+    def mac():
+        return ":".join(
+            f"{rng.randrange(256) & 0xFE if i == 0 else rng.randrange(256):02x}" for i in range(6)
+        )
+
     payload = bytes(rng.randrange(256) for _ in range(max(0, size - 14)))
     raw = bytes(Ether(dst=mac(), src=mac(), type=0x0800) / Raw(payload))
     assert len(raw) == max(size, 14)
@@ -109,7 +123,9 @@ def check_wire_frame(rx, sent, poisoned=False):
     padded = sent + bytes(max(0, 60 - len(sent)))
     assert body == padded, f"payload differs: sent {len(sent)} B, got {len(body)} B"
     good = bytes(rx.get_fcs()) == fcs(padded)
-    assert good == (not poisoned), f"FCS {'good' if good else 'bad'} on a {'poisoned' if poisoned else 'normal'} frame"
+    assert good == (not poisoned), (
+        f"FCS {'good' if good else 'bad'} on a {'poisoned' if poisoned else 'normal'} frame"
+    )
     assert rx.check_fcs() == (not poisoned)
 
 
@@ -120,7 +136,7 @@ async def every_size_full_duplex_line_rate(dut):
     exactly 12 bytes when frames are queued."""
     tb = TB(dut, seed=1)
     await tb.reset()
-    p_out = 0.3 if tb.width == 64 else 0.0     # at 64 bits the core keeps up even so
+    p_out = 0.3 if tb.width == 64 else 0.0  # at 64 bits the core keeps up even so
     tb.core_pauses(p_out)
     stride = int(os.environ.get("MAC_SIZE_STRIDE", "1"))
     sizes = list(range(60, 1515, stride))
@@ -132,6 +148,7 @@ async def every_size_full_duplex_line_rate(dut):
     async def feed_tx():
         for f in tx_frames:
             await tb.axis_src.send(AxiStreamFrame(f))
+
     cocotb.start_soon(feed_tx())
     for f in rx_frames:
         tb.rgmii_src.send_nowait(GmiiFrame.from_payload(f))
@@ -166,22 +183,22 @@ def bad_frame(tb, kind):
         wrong = bytearray(fcs(f))
         wrong[rng.randrange(4)] ^= 1 << rng.randrange(8)
         return GmiiFrame.from_raw_payload(f + bytes(wrong)), f, 1, "rx_bad_fcs"
-    if kind == "runt":                      # good FCS, fewer than 64 bytes with it
+    if kind == "runt":  # good FCS, fewer than 64 bytes with it
         f = scapy_frame(rng, rng.randint(1, 59))
         return GmiiFrame.from_payload(f, min_len=0), f, 1, "rx_runt"
     if kind == "runt_bad_fcs":
         f = scapy_frame(rng, rng.randint(1, 59))
         return GmiiFrame.from_raw_payload(f + b"\0\0\0\0"), f, 1, "rx_runt"
-    if kind == "tiny":                      # 1..4 bytes after the SFD: one flagged beat
+    if kind == "tiny":  # 1..4 bytes after the SFD: one flagged beat
         raw = bytes(rng.randrange(256) for _ in range(rng.randint(0, 4)))
         return GmiiFrame.from_raw_payload(raw), b"\0", 1, "rx_runt"
-    if kind == "rx_error":                  # rx_ctl error on one byte of the frame
+    if kind == "rx_error":  # rx_ctl error on one byte of the frame
         f = scapy_frame(rng, rng.randint(60, 300))
         g = GmiiFrame.from_payload(f)
         g.normalize()
         g.error[rng.randrange(8, len(g.data))] = 1
         return g, f, 1, "rx_error"
-    if kind == "no_sfd":                    # carrier with preamble only: nothing out
+    if kind == "no_sfd":  # carrier with preamble only: nothing out
         return GmiiFrame(b"\x55" * rng.randint(1, 7)), None, None, "rx_no_sfd"
     raise ValueError(kind)
 
@@ -208,7 +225,7 @@ async def rx_bad_frames(dut):
         got = await tb.recv_axis(f"frame {k} ({kind})")
         assert last_user(got) == user, f"frame {k} ({kind}): tuser {last_user(got)}, expected {user}"
         assert bytes(got.tdata) == data, f"frame {k} ({kind}) differs"
-        if isinstance(got.tuser, list):     # one entry per byte: the last beat's are set
+        if isinstance(got.tuser, list):  # one entry per byte: the last beat's are set
             in_last = (len(data) - 1) % (tb.width // 8) + 1
             assert not any(got.tuser[:-in_last]), f"frame {k} ({kind}): tuser before the last beat"
     await tb.expect_quiet()

@@ -11,8 +11,12 @@ from opengse.sim.runner import run_cocotb
 
 def _run(data_width, stride):
     stride = os.environ.get("MAC_SIZE_STRIDE", str(stride))
-    run_cocotb("rgmii_mac", {"data_width": data_width, "txc_shift": 1}, "cocotb_rgmii_mac",
-               extra_env={"MAC_SIZE_STRIDE": stride})
+    run_cocotb(
+        "rgmii_mac",
+        {"data_width": data_width, "txc_shift": 1},
+        "cocotb_rgmii_mac",
+        extra_env={"MAC_SIZE_STRIDE": stride},
+    )
 
 
 @pytest.mark.parametrize("data_width,stride", [(8, 13), (64, 5)])

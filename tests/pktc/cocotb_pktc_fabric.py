@@ -9,6 +9,7 @@ Checked: per source, containers come out whole, in seq order, without duplicates
 byte-exact; exactly the containers the fabric lost are missing and the reorder
 buffer counted each of them once; the failed link leaves the healthy set within
 the link monitor's bound and rejoins; the sprayer's byte balance."""
+
 import cocotb
 from cocotb.triggers import RisingEdge
 
@@ -51,8 +52,11 @@ async def test_fabric_jitter_loss_link_failure(dut):
             f = frame_fields(fr)
             if f["flags"] & FIRST:
                 where[f["seq"]] = (i, t)
-    diag = f"\nreorder counters {st}, lost {sorted(lost)}; source 0 lost at " + \
-        str({q: where.get(q) for s, q in sorted(lost) if s == 0}) + f"; healthy {tb.healthy_log}"
+    diag = (
+        f"\nreorder counters {st}, lost {sorted(lost)}; source 0 lost at "
+        + str({q: where.get(q) for s, q in sorted(lost) if s == 0})
+        + f"; healthy {tb.healthy_log}"
+    )
     assert not errs, "\n".join(errs[:20]) + diag
     assert tb.out.empty()
     n_deliv = sum(len(v) for v in tb.checker.expected.values())
@@ -61,8 +65,11 @@ async def test_fabric_jitter_loss_link_failure(dut):
     assert got == exp, f"reorder counters {st}, expected {exp} (lost {sorted(lost)})"
     for k in ("drop_dup", "drop_window", "drop_orphan", "drop_bad", "drop_runt", "drop_other"):
         assert st[k] == 0, f"unexpected {k}: {st}"
-    on_failed = [k for k in lost if k[0] == 0 and any(
-        frame_fields(fr)["seq"] == k[1] for fr, _t in tb.up_frames[tb.fail_link])]
+    on_failed = [
+        k
+        for k in lost
+        if k[0] == 0 and any(frame_fields(fr)["seq"] == k[1] for fr, _t in tb.up_frames[tb.fail_link])
+    ]
     assert on_failed, "the failing link lost nothing: the test did not exercise it"
     # the sprayer's own stamps: source 0's seqs are 0..n-1 with no gap at the sprayer
     seqs0 = [q for q, _f in tb.sent[0]]
@@ -79,8 +86,9 @@ async def test_fabric_jitter_loss_link_failure(dut):
     for fr, t in tb.up_frames[tb.fail_link]:
         f = frame_fields(fr)
         if f["flags"] & FIRST:
-            assert not (down[0][0] + 3 + 200 <= t < up_again[0][0]), \
+            assert not (down[0][0] + 3 + 200 <= t < up_again[0][0]), (
                 f"container {f['seq']} sent on the failed link at {t}"
+            )
     used_after = any(t > up_again[0][0] + 3 for fr, t in tb.up_frames[tb.fail_link])
     assert used_after, "rejoined link not used again"
     # link_up falling: out of the healthy set 2 clocks after the pin, not used meanwhile
@@ -93,8 +101,10 @@ async def test_fabric_jitter_loss_link_failure(dut):
         if frame_fields(fr)["flags"] & FIRST:
             assert not (down2[0] + 5 <= t < up2[0]), f"container sent on a down link at {t}"
     assert int(getattr(dut, f"lm_stat_down_events_{dl}").value) == 1
-    lm = {n: int(getattr(dut, f"lm_stat_{n}_{tb.fail_link}").value)
-          for n in ("probes_sent", "probes_rcvd", "probes_missed", "down_events")}
+    lm = {
+        n: int(getattr(dut, f"lm_stat_{n}_{tb.fail_link}").value)
+        for n in ("probes_sent", "probes_rcvd", "probes_missed", "down_events")
+    }
     assert lm["down_events"] == 1 and lm["probes_missed"] >= p["miss_limit"], lm
 
     # -- balance of the sprayer over the links that never failed
@@ -102,7 +112,9 @@ async def test_fabric_jitter_loss_link_failure(dut):
     up_only = [[fr for fr, _t in tb.up_frames[i]] for i in range(tb.U)]
     bal, totals = spray_balance(up_only, ok_mask)
     biggest = 4 * (500 + 18)
-    tb.dut._log.info(f"spray balance {bal} bytes over links {ok_mask:b}: {totals}; lost {len(lost)}, "
-                     f"on the failed link {len(on_failed)}; reorder {st}")
+    tb.dut._log.info(
+        f"spray balance {bal} bytes over links {ok_mask:b}: {totals}; lost {len(lost)}, "
+        f"on the failed link {len(on_failed)}; reorder {st}"
+    )
     if p["policy"] == 1:
         assert bal <= biggest, f"least-loaded balance {bal} > one container ({biggest})"

@@ -2,20 +2,30 @@
 within the window, with lost, duplicated, bad, oversize, orphan, runt and foreign
 frames mixed in, random idle cycles on the input and random back-pressure on the
 output; checked against sim/pktc_model.py's ReorderChecker and exact counters."""
+
 import logging
 import random
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import RisingEdge, Timer
+from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
 from opengse.sim.cocotb_util import random_pause, reset_dut
 from opengse.sim.pktc_model import FIRST, LAST, PROBE, ReorderChecker, tagged_frame
 from opengse.sim.runner import test_params
 
-STATS = ("frames_in", "containers_out", "lost", "drop_dup", "drop_window", "drop_orphan",
-         "drop_bad", "drop_runt", "drop_other")
+STATS = (
+    "frames_in",
+    "containers_out",
+    "lost",
+    "drop_dup",
+    "drop_window",
+    "drop_orphan",
+    "drop_bad",
+    "drop_runt",
+    "drop_other",
+)
 
 
 class ReorderTB:
@@ -30,7 +40,7 @@ class ReorderTB:
             x.log.setLevel(logging.WARNING)
         self.checker = ReorderChecker()
         self.expect_stats = {n: 0 for n in STATS}
-        self.sent_containers = {}        # (src, seq) -> frames, for duplicates
+        self.sent_containers = {}  # (src, seq) -> frames, for duplicates
         cocotb.start_soon(self._collect())
 
     async def reset(self):
@@ -50,8 +60,11 @@ class ReorderTB:
         frames = []
         for k in range(nframes):
             flags = (FIRST if k == 0 else 0) | (LAST if k == nframes - 1 else 0)
-            frames.append(tagged_frame(self.rng.randint(60, max_len), self.rng, src_node=src,
-                                       dst_node=7, seq=seq, flags=flags))
+            frames.append(
+                tagged_frame(
+                    self.rng.randint(60, max_len), self.rng, src_node=src, dst_node=7, seq=seq, flags=flags
+                )
+            )
         return frames
 
     def send(self, frame, bad=False):
@@ -80,8 +93,10 @@ class ReorderTB:
             if self.checker.delivered(src) >= count:
                 return
             await RisingEdge(self.dut.clk)
-        raise AssertionError(f"source {src}: {self.checker.delivered(src)} of {count} containers "
-                             f"delivered; stats {await self.stats()}")
+        raise AssertionError(
+            f"source {src}: {self.checker.delivered(src)} of {count} containers "
+            f"delivered; stats {await self.stats()}"
+        )
 
     async def wait_idle(self, cycles):
         while not self.source.empty() or self.source.active:
@@ -110,8 +125,6 @@ class ReorderTB:
 async def source_stream(tb, src, ncont, p_lost, p_bad, p_dup, p_oversize, p_orphan):
     W = tb.p["window"]
     blk = max(1, W // 2)
-    delivered_before = []     # per block: good containers with seq below the block start
-    good_count = 0
     for start in range(0, ncont, blk):
         # the window: every container below start - blk must be released first
         need = sum(1 for (s, q) in tb.sent_containers if s == src and q < start - blk)
@@ -187,8 +200,7 @@ async def test_in_order_no_pause(dut):
 async def test_random_mix_backpressure(dut):
     """Loss (timeout skip), duplicates, bad/oversize containers, orphans, runts and
     foreign frames, with idle input cycles and output back-pressure."""
-    await run_random(dut, 2, 48, 0.3, 0.4, p_lost=0.1, p_bad=0.05, p_dup=0.5, p_oversize=0.03,
-                     p_orphan=0.1)
+    await run_random(dut, 2, 48, 0.3, 0.4, p_lost=0.1, p_bad=0.05, p_dup=0.5, p_oversize=0.03, p_orphan=0.1)
 
 
 @cocotb.test()
@@ -221,15 +233,16 @@ async def test_timeout_skip_partial(dut):
     await tb.reset()
     head = tb.container(2, 0, nframes=3)
     t0 = cocotb.utils.get_sim_time("ns") // 10
-    tb.send(head[0])                       # partial: FIRST only
+    tb.send(head[0])  # partial: FIRST only
     tb.expect_stats["lost"] += 1
     for q in range(1, 4):
         tb.send_container(2, q, tb.container(2, q))
     await tb.wait_delivered(2, 3)
     waited = cocotb.utils.get_sim_time("ns") // 10 - t0
-    assert tb.p["timeout"] <= waited <= tb.p["timeout"] + 200, \
+    assert tb.p["timeout"] <= waited <= tb.p["timeout"] + 200, (
         f"skipped after {waited} clocks, timeout {tb.p['timeout']}"
-    for fr in head[1:]:                    # the tail, too late
+    )
+    for fr in head[1:]:  # the tail, too late
         tb.send(fr)
     tb.expect_stats["drop_dup"] += 2
     await tb.finish()
@@ -250,5 +263,5 @@ async def test_source_jumps_ahead(dut):
     await tb.wait_idle(tb.p["timeout"] + 50)
     for q in range(104, 108):
         tb.send_container(3, q, tb.container(3, q))
-    tb.expect_stats["lost"] += 104        # seqs 0..102 at the resync, then 103 by timeout
+    tb.expect_stats["lost"] += 104  # seqs 0..102 at the resync, then 103 by timeout
     await tb.finish()

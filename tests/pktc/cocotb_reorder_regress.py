@@ -11,6 +11,7 @@
   output beats and the clocks from the first to the last beat (clocks, not wall time).
 
 Every wait is bounded (``ReorderTB.wait_delivered`` / cycle limits)."""
+
 import cocotb
 from cocotb.triggers import RisingEdge
 
@@ -21,9 +22,17 @@ from opengse.sim.pktc_model import FIRST, LAST, tagged_frame
 def frames_of(tb, src, seq, sizes):
     """A container of tagged frames of exactly ``sizes`` bytes each."""
     n = len(sizes)
-    return [tagged_frame(size - 18, tb.rng, src_node=src, dst_node=7, seq=seq,
-                         flags=(FIRST if k == 0 else 0) | (LAST if k == n - 1 else 0))
-            for k, size in enumerate(sizes)]
+    return [
+        tagged_frame(
+            size - 18,
+            tb.rng,
+            src_node=src,
+            dst_node=7,
+            seq=seq,
+            flags=(FIRST if k == 0 else 0) | (LAST if k == n - 1 else 0),
+        )
+        for k, size in enumerate(sizes)
+    ]
 
 
 def exact_fill_sizes(tb):
@@ -44,7 +53,7 @@ async def dup_last(dut, situation, seed):
     sizes = exact_fill_sizes(tb) if situation == "exact" else [300, 200, 100]
     cont = frames_of(tb, 0, 0, sizes)
     tb.send_container(0, 0, cont)
-    tb.send(cont[-1])                       # the copy of LAST, no idle clock before it
+    tb.send(cont[-1])  # the copy of LAST, no idle clock before it
     tb.expect_stats["drop_dup"] += 1
     if situation == "busy":
         await tb.wait_idle(200)
@@ -100,8 +109,9 @@ async def test_foreign_ethertype(dut):
     tb = ReorderTB(dut, 15)
     await tb.reset()
     for et in (0x0800, 0x8100, 0x88B6):
-        tb.send(tagged_frame(200 - 18, tb.rng, ethertype=et, src_node=0, dst_node=7, seq=0,
-                             flags=FIRST | LAST))
+        tb.send(
+            tagged_frame(200 - 18, tb.rng, ethertype=et, src_node=0, dst_node=7, seq=0, flags=FIRST | LAST)
+        )
         tb.expect_stats["drop_other"] += 1
     await tb.wait_idle(50)
     assert tb.checker.delivered(0) == 0, "a frame behind a foreign EtherType was delivered"
@@ -120,8 +130,9 @@ async def output_rate(tb, containers):
         tb.send_container(src, seq, frames_of(tb, src, seq, sizes))
         beats += sum((s + bpb - 1) // bpb for s in sizes)
     await tb.wait_idle(100)
-    assert all(tb.checker.delivered(s) == 0 for s in range(tb.p["sources"])), \
+    assert all(tb.checker.delivered(s) == 0 for s in range(tb.p["sources"])), (
         "frames came out while the output was held"
+    )
     seen, first, last, clk = 0, None, None, 0
     dut = tb.dut
     tb.sink.pause = False
@@ -145,8 +156,11 @@ async def test_rate_back_to_back_sources(dut):
     tb = ReorderTB(dut, 16)
     await tb.reset()
     slot = tb.p["slot_bytes"]
-    conts = [(src, seq, [slot // 4, slot // 4 - 40]) for seq in range(tb.p["window"] // 2)
-             for src in range(tb.p["sources"])]
+    conts = [
+        (src, seq, [slot // 4, slot // 4 - 40])
+        for seq in range(tb.p["window"] // 2)
+        for src in range(tb.p["sources"])
+    ]
     beats, clocks = await output_rate(tb, conts)
     assert beats == clocks, f"{beats} beats in {clocks} clocks ({beats / clocks:.4f} beats/clock)"
 

@@ -2,6 +2,7 @@
 containers shuffled within half the window, with duplicate containers and runts
 mixed in, random idle cycles and back-pressure; the scoreboard's model is an
 in-order release model (for one source the output order is fully determined)."""
+
 import random
 
 import cocotb
@@ -51,12 +52,19 @@ def stimulus(rng, ncont, half_window):
         rng.shuffle(block)
         for q in block:
             n = rng.randint(1, 3)
-            frames = [tagged_frame(rng.randint(60, 300), rng, src_node=1, seq=q,
-                                   flags=(FIRST if k == 0 else 0) | (LAST if k == n - 1 else 0))
-                      for k in range(n)]
+            frames = [
+                tagged_frame(
+                    rng.randint(60, 300),
+                    rng,
+                    src_node=1,
+                    seq=q,
+                    flags=(FIRST if k == 0 else 0) | (LAST if k == n - 1 else 0),
+                )
+                for k in range(n)
+            ]
             items += [AxisItem("in", fr) for fr in frames]
             sent.append(frames)
-            if rng.random() < 0.15 and len(sent) > 1:       # a duplicate container
+            if rng.random() < 0.15 and len(sent) > 1:  # a duplicate container
                 items += [AxisItem("dup", fr) for fr in rng.choice(sent[:-1])]
             if rng.random() < 0.1:
                 items.append(AxisItem("runt", bytes(rng.randint(1, 31))))
@@ -81,11 +89,12 @@ class ReorderInOrderTest(uvm_test):
         await AxisSequence("seq", self.items).start(self.env.seqr)
         await self.env.drain()
         self.drops = int(dut.stat_drop_dup.value) + int(dut.stat_drop_runt.value)
-        self.drop_rest = sum(int(getattr(dut, f"stat_{n}").value) for n in
-                             ("lost", "drop_window", "drop_orphan", "drop_bad", "drop_other"))
+        self.drop_rest = sum(
+            int(getattr(dut, f"stat_{n}").value)
+            for n in ("lost", "drop_window", "drop_orphan", "drop_bad", "drop_other")
+        )
         self.drop_objection()
 
     def check_phase(self):
-        assert self.drops == self.model.dropped, \
-            f"dup + runt drops {self.drops}, model {self.model.dropped}"
+        assert self.drops == self.model.dropped, f"dup + runt drops {self.drops}, model {self.model.dropped}"
         assert self.drop_rest == 0, f"unexpected drops/losses: {self.drop_rest}"

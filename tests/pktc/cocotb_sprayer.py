@@ -2,6 +2,7 @@
 sim/pktc_model.py's SprayerModel, containers whole on one uplink, byte balance,
 healthy-set changes, strict priority of control frames; random idle cycles on the
 inputs and random back-pressure on every uplink."""
+
 import logging
 import random
 
@@ -12,8 +13,17 @@ from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
 from opengse.sim.cocotb_util import random_pause, reset_dut
-from opengse.sim.pktc_model import (CE, DATA, GRANT, REQUEST, SprayerModel, check_containers_whole,
-                                    frame_fields, pack_gse, spray_balance, tagged_frame)
+from opengse.sim.pktc_model import (
+    DATA,
+    GRANT,
+    REQUEST,
+    SprayerModel,
+    check_containers_whole,
+    frame_fields,
+    pack_gse,
+    spray_balance,
+    tagged_frame,
+)
 from opengse.sim.runner import test_params
 from opengse.sim.valid_ready import FieldStreamSource
 
@@ -34,14 +44,16 @@ class SprayerTB:
         self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
         self.ctrl = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_ctrl"), dut.clk, dut.rst)
         self.meta = FieldStreamSource(dut, "s_meta", dut.clk, META_FIELDS)
-        self.sinks = [AxiStreamSink(AxiStreamBus.from_prefix(dut, f"m_axis_{i}"), dut.clk, dut.rst)
-                      for i in range(self.U)]
+        self.sinks = [
+            AxiStreamSink(AxiStreamBus.from_prefix(dut, f"m_axis_{i}"), dut.clk, dut.rst)
+            for i in range(self.U)
+        ]
         for x in [self.source, self.ctrl] + self.sinks:
             x.log.setLevel(logging.WARNING)
         self.model = SprayerModel(self.U, self.p["nodes"])
-        self.expected = {}       # (dst, seq) -> list of expected frames
-        self.ctrl_sent = []      # (bytes, time offered)
-        self.frames = [[] for _ in range(self.U)]     # per uplink: (frame bytes, start, end)
+        self.expected = {}  # (dst, seq) -> list of expected frames
+        self.ctrl_sent = []  # (bytes, time offered)
+        self.frames = [[] for _ in range(self.U)]  # per uplink: (frame bytes, start, end)
         for i in range(self.U):
             cocotb.start_soon(self._collect(i))
         dut.healthy.value = (1 << self.U) - 1
@@ -71,63 +83,98 @@ class SprayerTB:
         exp = []
         for k, ln in enumerate(lens):
             # garbage in the stamped fields: the sprayer must overwrite them
-            fr = tagged_frame(ln, r, src_node=5, dst_node=dst, flags=in_flags[k],
-                              seq=r.randrange(65536), len=r.randrange(65536),
-                              dgsq=r.randrange(65536), ttl=r.randrange(256), port=3, tc=5)
+            fr = tagged_frame(
+                ln,
+                r,
+                src_node=5,
+                dst_node=dst,
+                flags=in_flags[k],
+                seq=r.randrange(65536),
+                len=r.randrange(65536),
+                dgsq=r.randrange(65536),
+                ttl=r.randrange(256),
+                port=3,
+                tc=5,
+            )
             self.source.send_nowait(AxiStreamFrame(fr))
-            self.meta.send({"dst_node": dst, "dgsq": dgsq if k == 0 else r.randrange(65536),
-                            "ttl": ttl if k == 0 else r.randrange(256), "len": ln,
-                            "last": int(k == len(lens) - 1)})
+            self.meta.send(
+                {
+                    "dst_node": dst,
+                    "dgsq": dgsq if k == 0 else r.randrange(65536),
+                    "ttl": ttl if k == 0 else r.randrange(256),
+                    "len": ln,
+                    "last": int(k == len(lens) - 1),
+                }
+            )
             e = bytearray(fr)
             f = exp_fields[k]
-            e[14:32] = pack_gse(type=DATA, flags=f["flags"], tc=5, src_node=5, dst_node=dst, port=3,
-                                ttl=f["ttl"], seq=f["seq"], len=f["len"], dgsq=f["dgsq"],
-                                next_type=0x0800)
+            e[14:32] = pack_gse(
+                type=DATA,
+                flags=f["flags"],
+                tc=5,
+                src_node=5,
+                dst_node=dst,
+                port=3,
+                ttl=f["ttl"],
+                seq=f["seq"],
+                len=f["len"],
+                dgsq=f["dgsq"],
+                next_type=0x0800,
+            )
             exp.append(bytes(e))
         assert (dst, exp_fields[0]["seq"]) not in self.expected
         self.expected[(dst, exp_fields[0]["seq"])] = exp
         return sum(len(x) for x in exp)
 
     def send_ctrl(self, typ=REQUEST):
-        fr = bytes(14) + pack_gse(type=typ, src_node=5, dst_node=self.rng.randrange(16),
-                                  seq=len(self.ctrl_sent)) + bytes(28)
+        fr = (
+            bytes(14)
+            + pack_gse(type=typ, src_node=5, dst_node=self.rng.randrange(16), seq=len(self.ctrl_sent))
+            + bytes(28)
+        )
         fr = bytes([0x02, 0, 0, 0, 0, 9, 0x02, 0, 0, 0, 0, 5, 0x88, 0xB5]) + fr[14:]
         self.ctrl.send_nowait(AxiStreamFrame(fr))
         self.ctrl_sent.append((fr, now()))
 
     async def drain(self, cycles=200):
-        while not (self.source.empty() and self.ctrl.empty() and not self.meta.queue) \
-                or self.source.active or self.ctrl.active:
+        while (
+            not (self.source.empty() and self.ctrl.empty() and not self.meta.queue)
+            or self.source.active
+            or self.ctrl.active
+        ):
             await RisingEdge(self.dut.clk)
         for _ in range(cycles):
             await RisingEdge(self.dut.clk)
 
     def data_frames(self):
-        return [[fr for fr, _s, _e in self.frames[i] if frame_fields(fr)["type"] == DATA]
-                for i in range(self.U)]
+        return [
+            [fr for fr, _s, _e in self.frames[i] if frame_fields(fr)["type"] == DATA] for i in range(self.U)
+        ]
 
     def check_data(self):
         """Stamps exact, containers whole on one uplink, all delivered, nothing extra."""
         seen = check_containers_whole(self.data_frames())
         got = {(k[1], k[2]): v for k, v in seen.items()}
-        assert set(got) == set(self.expected), \
-            f"containers: missing {sorted(set(self.expected) - set(got))[:5]}, " \
+        assert set(got) == set(self.expected), (
+            f"containers: missing {sorted(set(self.expected) - set(got))[:5]}, "
             f"extra {sorted(set(got) - set(self.expected))[:5]}"
+        )
         for key, exp in self.expected.items():
             assert got[key][1] == exp, f"container {key}: frames differ from the model"
         return seen
 
     def check_ctrl(self):
-        got = [fr for i in range(self.U) for fr, _s, _e in self.frames[i]
-               if frame_fields(fr)["type"] != DATA]
+        got = [fr for i in range(self.U) for fr, _s, _e in self.frames[i] if frame_fields(fr)["type"] != DATA]
         assert sorted(got) == sorted(fr for fr, _t in self.ctrl_sent), "control frames differ"
 
     async def stats(self):
         await RisingEdge(self.dut.clk)
         d = self.dut
-        return {"containers": [int(getattr(d, f"stat_containers_{i}").value) for i in range(self.U)],
-                "bytes": [int(getattr(d, f"stat_bytes_{i}").value) for i in range(self.U)],
-                "ctrl": int(d.stat_ctrl.value)}
+        return {
+            "containers": [int(getattr(d, f"stat_containers_{i}").value) for i in range(self.U)],
+            "bytes": [int(getattr(d, f"stat_bytes_{i}").value) for i in range(self.U)],
+            "ctrl": int(d.stat_ctrl.value),
+        }
 
 
 @cocotb.test()
@@ -139,7 +186,7 @@ async def test_round_robin_balance(dut):
     await tb.reset()
     order = []
     for n in range(8 * tb.U):
-        dst = tb.rng.randrange(tb.p["nodes"] * 2)        # also dst_node beyond the table
+        dst = tb.rng.randrange(tb.p["nodes"] * 2)  # also dst_node beyond the table
         seq_before = tb.model.seq[dst % tb.p["nodes"]]
         tb.send_container(dst, lens=[200, 100])
         order.append(((dst, seq_before), tb.model.rr_pick((1 << tb.U) - 1)))
@@ -182,7 +229,7 @@ async def test_healthy_set_changes(dut):
     dut.healthy.value = (1 << U) - 1
     changes.append((now(), (1 << U) - 1))
     await tb.drain()
-    seen = tb.check_data()
+    tb.check_data()
     # when did each container start (its FIRST frame's first beat on the uplink)?
     starts = {}
     for i in range(U):
@@ -222,8 +269,9 @@ async def test_control_priority(dut):
     for fr, t in tb.ctrl_sent:
         start = next(s for i in range(tb.U) for f, s, _e in tb.frames[i] if f == fr)
         waits.append(start - t)
-    assert max(waits) <= longest_beats + 4, \
+    assert max(waits) <= longest_beats + 4, (
         f"control frame waited {max(waits)} clocks (a data packet is {longest_beats} beats)"
+    )
     # and data was really queued behind them: the data stream took longer than the
     # control frames' waits (no idle period let them through trivially)
     assert sum(1 for w in waits if w > 2) >= 3, f"control frames never had to wait: {waits}"

@@ -1,5 +1,6 @@
 """PKTC: container sprayer, link monitor, reorder buffer, and the three across an
 emulated fabric (random delay and jitter per link, container loss, a failing link)."""
+
 import os
 from contextlib import contextmanager
 
@@ -51,9 +52,19 @@ def test_sprayer():
     run("sprayer", {"data_width": 64, "uplinks": 4, "nodes": 16, "policy": 0}, "cocotb_sprayer")
 
 
-FABRIC = {"data_width": 64, "uplinks": 4, "policy": 1, "sources": 4, "window": 8,
-          "slot_bytes": 4096, "timeout": 800, "interval": 256, "miss_limit": 2, "rejoin": 2,
-          "probe_delay": 40}
+FABRIC = {
+    "data_width": 64,
+    "uplinks": 4,
+    "policy": 1,
+    "sources": 4,
+    "window": 8,
+    "slot_bytes": 4096,
+    "timeout": 800,
+    "interval": 256,
+    "miss_limit": 2,
+    "rejoin": 2,
+    "probe_delay": 40,
+}
 
 
 def test_pktc_fabric():

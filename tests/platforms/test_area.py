@@ -1,12 +1,12 @@
 """``gse report area``: generic CMOS gate counts per block, memories as macros."""
+
 import json
 
 from opengse.firmware.cli import main
 
 
 def test_report_area_json(tmp_path, capsys):
-    assert main(["report", "area", "-b", "ctl_encoder", "-b", "sprayer", "--json",
-                 "-o", str(tmp_path)]) == 0
+    assert main(["report", "area", "-b", "ctl_encoder", "-b", "sprayer", "--json", "-o", str(tmp_path)]) == 0
     result = json.loads(capsys.readouterr().out)
     assert set(result) == {"ctl_encoder", "sprayer"}
     enc, spr = result["ctl_encoder"], result["sprayer"]

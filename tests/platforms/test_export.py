@@ -2,6 +2,7 @@
 kept memory modules have fixed, readable port names (an ASIC team swaps them for SRAM
 macros behind a wrapper with exactly these ports), and the export passes an
 integrator's first gates (plain Verilator with the shipped waivers, Icarus Verilog)."""
+
 import json
 import re
 import shutil
@@ -24,15 +25,21 @@ SPECS = sorted({spec.name: spec for spec in blocks().values()}.values(), key=lam
 SRAM_NAME = re.compile(r"gse_sram_(\d+)r1w_(\d+)x(\d+)(_en)?")
 #: The other kept memories: their exact ports (name: direction).
 OTHER_RAMS = {
-    "gse_reorder_ram": {"w_en": "input", "w_addr": "input", "w_data": "input",
-                        "r_en": "input", "r_addr": "input", "r_data": "output"},
+    "gse_reorder_ram": {
+        "w_en": "input",
+        "w_addr": "input",
+        "w_data": "input",
+        "r_en": "input",
+        "r_addr": "input",
+        "r_data": "output",
+    },
 }
 
 
 def verilog_ports(text, module):
     """{name: (direction, width)} of ``module`` in ``text``."""
-    body = text[text.index(f"module {module}("):]
-    body = body[:body.index("endmodule")]
+    body = text[text.index(f"module {module}(") :]
+    body = body[: body.index("endmodule")]
     # Yosys writes $pmux cells as functions, whose own `input` lines are not ports.
     body = re.sub(r"^\s*function\b.*?^\s*endfunction\b", "", body, flags=re.M | re.S)
     ports = {}
@@ -48,9 +55,14 @@ def verilog_ports(text, module):
 @pytest.mark.parametrize("spec", SPECS, ids=[s.name for s in SPECS])
 def test_export_lint_and_manifest(spec, tmp_path):
     params = dict(spec.params)
-    v_path, j_path = write_export(spec.build(**params), spec.module, params, tmp_path,
-                                  description=spec.description,
-                                  keep_modules=spec.kept_modules(**params))
+    v_path, j_path = write_export(
+        spec.build(**params),
+        spec.module,
+        params,
+        tmp_path,
+        description=spec.description,
+        keep_modules=spec.kept_modules(**params),
+    )
     ok, out = lint([v_path], spec.module)
     assert ok, out
     text = v_path.read_text()
@@ -91,19 +103,26 @@ def check_integrator_gates(spec, v_path, doc, tmp_path):
     tool_env()
     waivers = v_path.parent / doc["verilator_waivers"]
     assert waivers.exists(), "the manifest names a waiver file that was not written"
-    proc = subprocess.run(["verilator", "--lint-only", "--top-module", spec.module,
-                           str(waivers), str(v_path)],
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    proc = subprocess.run(
+        ["verilator", "--lint-only", "--top-module", spec.module, str(waivers), str(v_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "%Warning" not in out, out[-4000:]
     if ICARUS is None:
         print("Icarus Verilog (Debian package iverilog) is not installed: gate not run")
         return
     vvp = tmp_path / "a.vvp"
-    proc = subprocess.run([ICARUS, "-g2005", "-s", spec.module, "-o", str(vvp), str(v_path)],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"iverilog failed on {spec.module}:\n" \
-                                 + (proc.stdout + proc.stderr)[-4000:]
+    proc = subprocess.run(
+        [ICARUS, "-g2005", "-s", spec.module, "-o", str(vvp), str(v_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, f"iverilog failed on {spec.module}:\n" + (proc.stdout + proc.stderr)[-4000:]
     run = subprocess.run(["vvp", "-n", str(vvp)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
 
@@ -154,8 +173,9 @@ def check_sram_manifest(sub, ports):
 
 def export_kept(spec, params, out_dir):
     """({kept module: its Verilog ports}, Verilog text); checks them against the manifest."""
-    v_path, j_path = write_export(spec.build(**params), spec.module, params, out_dir,
-                                  keep_modules=spec.kept_modules(**params))
+    v_path, j_path = write_export(
+        spec.build(**params), spec.module, params, out_dir, keep_modules=spec.kept_modules(**params)
+    )
     text, doc = v_path.read_text(), json.loads(j_path.read_text())
     kept = {}
     for sub in doc["submodules"]:
@@ -170,8 +190,8 @@ def check_kept_modules(spec, params, text, kept):
     """The kept modules are exactly the block's memories, with readable, expected port
     names."""
     from opengse.platforms.export import kept_modules
-    assert set(kept) == {k.module for k in kept_modules(spec.build(**params),
-                                                        spec.kept_modules(**params))}
+
+    assert set(kept) == {k.module for k in kept_modules(spec.build(**params), spec.kept_modules(**params))}
     for module, ports in kept.items():
         header = re.search(rf"^module {module}\((.*?)\);", text, re.M | re.S).group(1)
         assert "$" not in header and "port" not in header and "__" not in header, header
@@ -186,8 +206,16 @@ def test_kept_ports_stable_across_parameters_and_runs(tmp_path):
     """Port names do not depend on the parameters (widths, and so SRAM module names, do),
     nor on the run."""
     spec = blocks()["voq"]
-    small = dict(spec.params, buffer_bytes=4096, cell_bytes=64, queues=8, tenants=4,
-                 queue_limit_cells=32, tenant_reserved_cells=4, tenant_limit_cells=40)
+    small = dict(
+        spec.params,
+        buffer_bytes=4096,
+        cell_bytes=64,
+        queues=8,
+        tenants=4,
+        queue_limit_cells=32,
+        tenant_reserved_cells=4,
+        tenant_limit_cells=40,
+    )
     default, text = export_kept(spec, dict(spec.params), tmp_path / "a")
     again, text_again = export_kept(spec, dict(spec.params), tmp_path / "b")
     other, _ = export_kept(spec, small, tmp_path / "c")
@@ -226,17 +254,14 @@ class _Outer(wiring.Component):
 
 
 def test_kept_plain_elaboratable(tmp_path):
-    v_path, j_path = write_export(_Outer(), "outer", {}, tmp_path,
-                                  keep_modules={"inner": "inner_mod"})
+    v_path, j_path = write_export(_Outer(), "outer", {}, tmp_path, keep_modules={"inner": "inner_mod"})
     ok, out = lint([v_path], "outer")
     assert ok, out
     ports = verilog_ports(v_path.read_text(), "inner_mod")
-    assert ports == {"clk": ("input", 1), "rst": ("input", 1), "a": ("input", 8),
-                     "y": ("output", 8)}
-    sub, = json.loads(j_path.read_text())["submodules"]
+    assert ports == {"clk": ("input", 1), "rst": ("input", 1), "a": ("input", 8), "y": ("output", 8)}
+    (sub,) = json.loads(j_path.read_text())["submodules"]
     assert (sub["module"], sub["path"]) == ("inner_mod", "inner")
     with pytest.raises(ValueError, match="outside its interface: _hidden"):
-        write_export(_Outer(leak=True), "outer", {}, tmp_path / "leak",
-                     keep_modules={"inner": "inner_mod"})
+        write_export(_Outer(leak=True), "outer", {}, tmp_path / "leak", keep_modules={"inner": "inner_mod"})
     with pytest.raises(ValueError, match="no submodule 'nope'"):
         write_export(_Outer(), "outer", {}, tmp_path / "bad", keep_modules={"nope": "x"})

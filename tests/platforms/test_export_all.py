@@ -3,6 +3,7 @@
 Deterministic (two runs, byte-identical, no paths or dates), one file list that
 compiles as one design (each memory shape once), an index that lists every module and
 memory, and configuration errors that name the key."""
+
 import json
 import shutil
 import subprocess
@@ -18,8 +19,7 @@ SUBSET = ["sprayer", "tagger", "dgsq_manager"]
 
 
 def _tree(path):
-    return {p.relative_to(path).as_posix(): p.read_bytes()
-            for p in sorted(path.rglob("*")) if p.is_file()}
+    return {p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
 
 
 def test_export_all_deterministic_and_complete(tmp_path):
@@ -32,9 +32,9 @@ def test_export_all_deterministic_and_complete(tmp_path):
     assert str(tmp_path).encode() not in blob and b"/home/" not in blob
     assert {m["block"] for m in a["modules"]} == set(SUBSET)
     mgr = next(m for m in a["modules"] if m["block"] == "dgsq_manager")
-    assert mgr["parameters"]["n_ctx"] == 32            # [gse] queues reached the manager
+    assert mgr["parameters"]["n_ctx"] == 32  # [gse] queues reached the manager
     spr = next(m for m in a["modules"] if m["block"] == "sprayer")
-    assert spr["parameters"]["policy"] == 1            # [blocks.sprayer] reached it
+    assert spr["parameters"]["policy"] == 1  # [blocks.sprayer] reached it
     filelist = (tmp_path / "a" / "gse.f").read_text().split()
     assert set(filelist) == {p for p in ta if p.endswith(".v")}
     for name, mem in a["memories"].items():
@@ -47,22 +47,29 @@ def test_export_all_deterministic_and_complete(tmp_path):
     assert index["configuration"]["gse"]["queues"] == 32
     assert b"gse_dgsq_manager" in ta["README.md"]
     if shutil.which("iverilog"):
-        proc = subprocess.run(["iverilog", "-g2005", "-o", str(tmp_path / "x.vvp"),
-                               "-c", "gse.f"], cwd=tmp_path / "a", capture_output=True,
-                              text=True, timeout=600)
+        proc = subprocess.run(
+            ["iverilog", "-g2005", "-o", str(tmp_path / "x.vvp"), "-c", "gse.f"],
+            cwd=tmp_path / "a",
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("toml,names", [
-    ("[gse]\nqueus = 64\n", "queus"),
-    ("[gse]\nqueues = 63\n", "queues"),
-    ("[gse]\nqueues = \"64\"\n", "gse.queues"),
-    ("[blocks.nosuch]\n", "nosuch"),
-    ("[blocks.voq]\ncell_byte = 64\n", "blocks.voq.cell_byte"),
-    ("[blocks.voq]\ncell_bytes = 3\n", "cell_bytes"),
-    ("[other]\n", "[other]"),
-    ("[gse\n", "TOML"),
-])
+@pytest.mark.parametrize(
+    "toml,names",
+    [
+        ("[gse]\nqueus = 64\n", "queus"),
+        ("[gse]\nqueues = 63\n", "queues"),
+        ('[gse]\nqueues = "64"\n', "gse.queues"),
+        ("[blocks.nosuch]\n", "nosuch"),
+        ("[blocks.voq]\ncell_byte = 64\n", "blocks.voq.cell_byte"),
+        ("[blocks.voq]\ncell_bytes = 3\n", "cell_bytes"),
+        ("[other]\n", "[other]"),
+        ("[gse\n", "TOML"),
+    ],
+)
 def test_export_all_bad_config(toml, names, tmp_path, capsys):
     path = tmp_path / "bad.toml"
     path.write_text(toml)

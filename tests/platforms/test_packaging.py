@@ -1,10 +1,11 @@
 """The installed package holds every subpackage of the tree: a `pip install .` outside
 the checkout (no editable install) would otherwise lose a folder of gateware."""
+
 import pathlib
 
 try:
     import tomllib
-except ImportError:          # Python 3.10
+except ImportError:  # Python 3.10
     import tomli as tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -19,5 +20,6 @@ def test_every_subpackage_is_listed():
         for init in (ROOT / folder).rglob("__init__.py"):
             rel = init.parent.relative_to(ROOT / folder).parts
             found.add(".".join((pkg,) + rel))
-    assert found == listed, f"missing from pyproject.toml: {sorted(found - listed)}; " \
-                            f"listed but absent: {sorted(listed - found)}"
+    assert found == listed, (
+        f"missing from pyproject.toml: {sorted(found - listed)}; listed but absent: {sorted(listed - found)}"
+    )

@@ -12,6 +12,7 @@ on a release's last packet), and against the model where a test predicts release
 exactly; a monitor checks that each packet's record was valid (or already taken) when
 the packet's first beat left ``m_axis``.
 """
+
 import os
 import random
 from collections import deque
@@ -29,7 +30,7 @@ BPB = P["data_width"] // 8
 CELLS = P["buffer_bytes"] // P["cell_bytes"]
 CREDIT_UNIT = P["credit_unit"]
 CREDIT_MAX_FIELD = (1 << P["credit_width"]) - 1
-MAX_CREDIT = VOQModel(**P).max_credit      # larger credits count as this
+MAX_CREDIT = VOQModel(**P).max_credit  # larger credits count as this
 
 
 def credit_of(nbytes):
@@ -55,13 +56,13 @@ class VOQBench:
         self.deq_q = deque()
         self.done = deque()
         self.done_ready_p = 1.0
-        self.desc = deque()           # m_desc records taken: (queue, len, last)
+        self.desc = deque()  # m_desc records taken: (queue, len, last)
         self.desc_ready_p = 1.0
-        self.first_beats = 0          # packets whose first beat left m_axis
+        self.first_beats = 0  # packets whose first beat left m_axis
         self.desc_taken = 0
         self.seq = {}
-        self.sent = {}            # tag -> Packet
-        self.sent_order = {}      # queue -> list of tags in send order
+        self.sent = {}  # tag -> Packet
+        self.sent_order = {}  # queue -> list of tags in send order
         self.err_seen = False
         for sig in (dut.s_meta_valid, dut.s_deq_valid, dut.query_queue, dut.query_tenant):
             sig.value = 0
@@ -119,8 +120,13 @@ class VOQBench:
             dut.m_deq_done_ready.value = int(random.random() < self.done_ready_p)
             await RisingEdge(dut.clk)
             if int(dut.m_deq_done_valid.value) and int(dut.m_deq_done_ready.value):
-                self.done.append((int(dut.m_deq_done_queue.value), int(dut.m_deq_done_bytes.value),
-                                  int(dut.m_deq_done_pkts.value)))
+                self.done.append(
+                    (
+                        int(dut.m_deq_done_queue.value),
+                        int(dut.m_deq_done_bytes.value),
+                        int(dut.m_deq_done_pkts.value),
+                    )
+                )
 
     async def _desc_monitor(self):
         # Takes m_desc records (random back-pressure) and checks the timing promise:
@@ -137,13 +143,15 @@ class VOQBench:
             if int(dut.m_axis_tvalid.value) and int(dut.m_axis_tready.value):
                 if not in_pkt:
                     self.first_beats += 1
-                    assert self.desc_taken + d_v >= self.first_beats, \
+                    assert self.desc_taken + d_v >= self.first_beats, (
                         f"packet {self.first_beats}: first beat before its m_desc record"
+                    )
                 in_pkt = not int(dut.m_axis_tlast.value)
             if d_v and d_r:
                 self.desc_taken += 1
-                self.desc.append((int(dut.m_desc_queue.value), int(dut.m_desc_len.value),
-                                  bool(int(dut.m_desc_last.value))))
+                self.desc.append(
+                    (int(dut.m_desc_queue.value), int(dut.m_desc_len.value), bool(int(dut.m_desc_last.value)))
+                )
 
     async def _invariant_monitor(self):
         # The RTL checks free + queued + in-flight == total (and no underflow) every
@@ -187,11 +195,33 @@ class VOQBench:
 
     def dump_state(self):
         out = {}
-        for name in ("e_active", "e_fin", "e_cell_ok", "e_drop", "e_qc_st", "e_kk", "e_beat",
-                     "e_link_pend", "acct_state", "walker_state", "s_axis_tready", "s_axis_tvalid",
-                     "s_meta_valid", "s_deq_ready", "stat_free_cells", "stat_queued_cells",
-                     "stat_deq_cells", "stat_enq_cells", "e_fin_bad", "c_pend", "e_nxt_v",
-                     "s5_v", "e_pid", "queue_drops.fsm_state", "tenant_drops.fsm_state"):
+        for name in (
+            "e_active",
+            "e_fin",
+            "e_cell_ok",
+            "e_drop",
+            "e_qc_st",
+            "e_kk",
+            "e_beat",
+            "e_link_pend",
+            "acct_state",
+            "walker_state",
+            "s_axis_tready",
+            "s_axis_tvalid",
+            "s_meta_valid",
+            "s_deq_ready",
+            "stat_free_cells",
+            "stat_queued_cells",
+            "stat_deq_cells",
+            "stat_enq_cells",
+            "e_fin_bad",
+            "c_pend",
+            "e_nxt_v",
+            "s5_v",
+            "e_pid",
+            "queue_drops.fsm_state",
+            "tenant_drops.fsm_state",
+        ):
             for full in (name, "core." + name, "\\core." + name + " "):
                 try:
                     out[name] = int(self.dut._id(full, extended=False).value)
@@ -204,12 +234,20 @@ class VOQBench:
         """Wait until every input is consumed and the buffer's pipelines are quiet."""
         dut = self.dut
         n = 0
-        while (self.meta_q or self.deq_q or not self.src.empty() or self.src.active
-               or int(dut.stat_deq_cells.value) or int(dut.stat_enq_cells.value)):
+        while (
+            self.meta_q
+            or self.deq_q
+            or not self.src.empty()
+            or self.src.active
+            or int(dut.stat_deq_cells.value)
+            or int(dut.stat_enq_cells.value)
+        ):
             await RisingEdge(dut.clk)
             n += 1
-            assert n < timeout, (f"buffer stuck: {self.dump_state()} meta_q={len(self.meta_q)} "
-                                 f"deq_q={len(self.deq_q)} src_empty={self.src.empty()} src_active={self.src.active}")
+            assert n < timeout, (
+                f"buffer stuck: {self.dump_state()} meta_q={len(self.meta_q)} "
+                f"deq_q={len(self.deq_q)} src_empty={self.src.empty()} src_active={self.src.active}"
+            )
         await ClockCycles(dut.clk, extra)
 
     async def query(self, queue=None, tenant=None):
@@ -223,11 +261,14 @@ class VOQBench:
         await Timer(1, "ns")
         out = {}
         if queue is not None:
-            out.update(pkts=int(dut.query_pkts.value), bytes=int(dut.query_bytes.value),
-                       cells=int(dut.query_cells.value), drops=int(dut.query_drops.value))
+            out.update(
+                pkts=int(dut.query_pkts.value),
+                bytes=int(dut.query_bytes.value),
+                cells=int(dut.query_cells.value),
+                drops=int(dut.query_drops.value),
+            )
         if tenant is not None:
-            out.update(tcells=int(dut.query_tenant_cells.value),
-                       tdrops=int(dut.query_tenant_drops.value))
+            out.update(tcells=int(dut.query_tenant_cells.value), tdrops=int(dut.query_tenant_drops.value))
         return out
 
     # -- scoreboard ------------------------------------------------------------------
@@ -281,15 +322,18 @@ class VOQBench:
         for r in DROP_REASONS:
             got = int(getattr(dut, f"stat_drop_{r}").value)
             assert got == m.drops[r], f"stat_drop_{r} {got} != model {m.drops[r]}"
-        for q in (queues if queues is not None else range(P["queues"])):
+        for q in queues if queues is not None else range(P["queues"]):
             got = await self.query(queue=q)
             assert got["drops"] == m.queue_drops[q], f"queue {q} drops {got['drops']} != {m.queue_drops[q]}"
             pk, by, ce = m.backlog(q)
-            assert (got["pkts"], got["bytes"], got["cells"]) == (pk, by, ce), \
+            assert (got["pkts"], got["bytes"], got["cells"]) == (pk, by, ce), (
                 f"queue {q} backlog {got} != model {(pk, by, ce)}"
-        for t in (tenants if tenants is not None else range(P["tenants"])):
+            )
+        for t in tenants if tenants is not None else range(P["tenants"]):
             got = await self.query(tenant=t)
-            assert got["tdrops"] == m.tenant_drops[t], f"tenant {t} drops {got['tdrops']} != {m.tenant_drops[t]}"
+            assert got["tdrops"] == m.tenant_drops[t], (
+                f"tenant {t} drops {got['tdrops']} != {m.tenant_drops[t]}"
+            )
             assert got["tcells"] == m.occ[t], f"tenant {t} cells {got['tcells']} != {m.occ[t]}"
 
     async def drain_all(self, queues, credit=None):
@@ -308,8 +352,9 @@ class VOQBench:
     async def final_checks(self):
         dut = self.dut
         await self.idle()
-        assert int(dut.stat_free_cells.value) == CELLS, \
+        assert int(dut.stat_free_cells.value) == CELLS, (
             f"leaked cells: free {int(dut.stat_free_cells.value)} of {CELLS}"
+        )
         assert int(dut.stat_queued_cells.value) == 0
         assert int(dut.stat_deq_cells.value) == 0
         assert not int(dut.stat_invariant_err.value)
@@ -347,7 +392,7 @@ async def test_basic(dut):
     for q, credit in ((0, 125), (1, 1), (0, 0), (0, 10000), (1, 10000), (1, 50)):
         exp = m.release(q, credit)
         tb.request(q, credit)
-        (rq, nb, npk, frames), = await tb.collect(1)
+        ((rq, nb, npk, frames),) = await tb.collect(1)
         assert rq == q
         tb.check_release(q, credit, nb, npk, frames, exp)
     await tb.check_counters(m, queues=range(2), tenants=range(2))
@@ -364,7 +409,7 @@ async def test_phased_admission(dut):
     nt = min(P["tenants"], 4)
     for phase in range(int(os.environ.get("VOQ_PHASES", "9"))):
         tb.set_backpressure(p_in_idle=0.2 * (phase % 2), p_out_pause=0.3 * (phase % 3 == 1))
-        kind = phase % 3      # 0: anything; 1: one tenant on two queues; 2: one queue
+        kind = phase % 3  # 0: anything; 1: one tenant on two queues; 2: one queue
         for _ in range(random.randint(20, 60)):
             q = random.randrange(nq) if kind == 0 else random.randrange(2) if kind == 1 else 2
             t = 0 if kind == 1 else random.randrange(nt)
@@ -378,7 +423,7 @@ async def test_phased_admission(dut):
             credit = random.choice([0, 1, 64, 500, 1500, 4096, random.randrange(1 << P["credit_width"])])
             exp = m.release(q, credit)
             tb.request(q, credit)
-            (rq, nb, npk, frames), = await tb.collect(1)
+            ((rq, nb, npk, frames),) = await tb.collect(1)
             assert rq == q
             tb.check_release(q, credit, nb, npk, frames, exp)
         await tb.idle()
@@ -386,7 +431,7 @@ async def test_phased_admission(dut):
         while m.q[q]:
             exp = m.release(q, 65535)
             tb.request(q, 65535)
-            (rq, nb, npk, frames), = await tb.collect(1)
+            ((rq, nb, npk, frames),) = await tb.collect(1)
             tb.check_release(q, 65535, nb, npk, frames, exp)
     await tb.check_counters(m, queues=range(nq), tenants=range(nt))
     # every drop reason happened (and matched the model) at least once
@@ -428,7 +473,9 @@ async def concurrent_run(tb, n_packets, nq, nt, p_bad=0.05, lens=rand_len):
     async def tracer():
         while True:
             await ClockCycles(dut.clk, 2000)
-            dut._log.info("trace %s deq_q=%d pending=%d done=%d", tb.dump_state(), len(tb.deq_q), pending, len(tb.done))
+            dut._log.info(
+                "trace %s deq_q=%d pending=%d done=%d", tb.dump_state(), len(tb.deq_q), pending, len(tb.done)
+            )
 
     if os.environ.get("VOQ_TRACE"):
         cocotb.start_soon(tracer())
@@ -458,7 +505,7 @@ async def concurrent_run(tb, n_packets, nq, nt, p_bad=0.05, lens=rand_len):
     delivered = set()
     last_seq = {}
     for q, nb, npk, frames in rels:
-        tb.check_release(q, 1 << 30, nb, npk, frames)   # credit checked loosely here
+        tb.check_release(q, 1 << 30, nb, npk, frames)  # credit checked loosely here
         for f in frames:
             tag = int.from_bytes(bytes(f.tdata[:4]), "little")
             assert tag not in delivered, f"frame {tag:#x} delivered twice"
@@ -492,8 +539,12 @@ async def test_concurrent_backpressure(dut):
     tb.done_ready_p = 0.7
     n = int(os.environ.get("VOQ_CONCURRENT", "600"))
     got, dropped = await concurrent_run(tb, n, min(P["queues"], 8), min(P["tenants"], 4))
-    dut._log.info("concurrent: %d delivered, %d dropped, by reason %s", got, dropped,
-                  {r: int(getattr(dut, f"stat_drop_{r}").value) for r in DROP_REASONS})
+    dut._log.info(
+        "concurrent: %d delivered, %d dropped, by reason %s",
+        got,
+        dropped,
+        {r: int(getattr(dut, f"stat_drop_{r}").value) for r in DROP_REASONS},
+    )
     assert got > n // 4
     await tb.final_checks()
 
@@ -527,7 +578,7 @@ async def test_tenant_isolation(dut):
         while m.q[q]:
             exp = m.release(q, 65535)
             tb.request(q, 65535)
-            (rq, nb, npk, frames), = await tb.collect(1)
+            ((rq, nb, npk, frames),) = await tb.collect(1)
             tb.check_release(q, 65535, nb, npk, frames, exp)
     await tb.final_checks()
 
@@ -561,7 +612,7 @@ async def test_reset_midstream(dut):
     await tb.idle()
     exp = m.release(2, 100)
     tb.request(2, 100)
-    (rq, nb, npk, frames), = await tb.collect(1)
+    ((rq, nb, npk, frames),) = await tb.collect(1)
     tb.check_release(2, 100, nb, npk, frames, exp)
     await tb.final_checks()
 
@@ -581,8 +632,9 @@ async def test_emitted_packets(dut):
     for phase in range(4):
         tb.set_backpressure(p_in_idle=0.1, p_out_pause=0.2 + 0.2 * phase)
         for _ in range(40):
-            pkt = tb.make_packet(random.randrange(nq), random.randrange(nt), rand_len(),
-                                 bad=random.random() < 0.05)
+            pkt = tb.make_packet(
+                random.randrange(nq), random.randrange(nt), rand_len(), bad=random.random() < 0.05
+            )
             m.enqueue(pkt)
             await tb.send(pkt)
         await tb.idle()
@@ -591,10 +643,11 @@ async def test_emitted_packets(dut):
             credit = random.choice([1, 64, 200, 1000, 3000, CREDIT_MAX_FIELD])
             exp = m.release(q, credit)
             tb.request(q, credit)
-            (rq, nb, npk, frames), = await tb.collect(1)
+            ((rq, nb, npk, frames),) = await tb.collect(1)
             tb.check_release(q, credit, nb, npk, frames, exp)
-            assert tb.last_records == VOQModel.emitted(exp) if exp else True, \
+            assert tb.last_records == VOQModel.emitted(exp) if exp else True, (
                 f"m_desc {tb.last_records} != model {VOQModel.emitted(exp)}"
+            )
             if npk == 0:
                 tb.last_records = []
             lasts.update(r[2] for r in tb.last_records)
@@ -603,12 +656,11 @@ async def test_emitted_packets(dut):
         while m.q[q]:
             exp = m.release(q, CREDIT_MAX_FIELD)
             tb.request(q, CREDIT_MAX_FIELD)
-            (rq, nb, npk, frames), = await tb.collect(1)
+            ((rq, nb, npk, frames),) = await tb.collect(1)
             tb.check_release(q, CREDIT_MAX_FIELD, nb, npk, frames, exp)
             assert tb.last_records == VOQModel.emitted(exp)
     assert lasts == {False, True} and multi > 0, (lasts, multi)
-    assert tb.desc_taken == tb.first_beats == m.deq_pkts, \
-        (tb.desc_taken, tb.first_beats, m.deq_pkts)
+    assert tb.desc_taken == tb.first_beats == m.deq_pkts, (tb.desc_taken, tb.first_beats, m.deq_pkts)
     await tb.final_checks()
     assert not tb.desc, "m_desc records left over"
 
@@ -623,8 +675,7 @@ async def test_soak(dut):
     n_pkts = int(os.environ.get("VOQ_SOAK", "10000"))
     rng = random.Random(11)
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-    for sig in (dut.s_meta_valid, dut.s_deq_valid, dut.s_axis_tvalid, dut.query_queue,
-                dut.query_tenant):
+    for sig in (dut.s_meta_valid, dut.s_deq_valid, dut.s_axis_tvalid, dut.query_queue, dut.query_tenant):
         sig.value = 0
     dut.m_axis_tready.value = 1
     dut.m_deq_done_ready.value = 1
@@ -646,15 +697,21 @@ async def test_soak(dut):
         data = i.to_bytes(4, "little") + rng.randbytes(length - 4)
         beats = []
         for off in range(0, length, BPB):
-            chunk = data[off:off + BPB]
+            chunk = data[off : off + BPB]
             last = off + BPB >= length
-            beats.append((int.from_bytes(chunk, "little"),
-                          (1 << len(chunk)) - 1 if last else full_keep, int(last), int(bad and last)))
+            beats.append(
+                (
+                    int.from_bytes(chunk, "little"),
+                    (1 << len(chunk)) - 1 if last else full_keep,
+                    int(last),
+                    int(bad and last),
+                )
+            )
         return q, t, bad, data, beats
 
-    expect = {}            # tag -> (queue, data)
+    expect = {}  # tag -> (queue, data)
     sent_bad = 0
-    last_tag = {}          # queue -> last tag delivered
+    last_tag = {}  # queue -> last tag delivered
     delivered = 0
     i_pkt, beats, bi = 0, None, 0
     out_buf = bytearray()
@@ -718,8 +775,11 @@ async def test_soak(dut):
                 out_buf = bytearray()
         if cycle % stats_every == 0:
             assert not int(dut.stat_invariant_err.value), "stat_invariant_err"
-            f, qd, dq = (int(dut.stat_free_cells.value), int(dut.stat_queued_cells.value),
-                         int(dut.stat_deq_cells.value))
+            f, qd, dq = (
+                int(dut.stat_free_cells.value),
+                int(dut.stat_queued_cells.value),
+                int(dut.stat_deq_cells.value),
+            )
             assert f + qd + dq == CELLS
         if i_pkt >= n_pkts and beats is None:
             break
@@ -739,7 +799,7 @@ async def test_soak(dut):
         busy = int(dut.stat_queued_cells.value) or int(dut.stat_deq_cells.value)
         if int(dut.m_axis_tvalid.value):
             keep = int(dut.m_axis_tkeep.value)
-            out_buf += int(dut.m_axis_tdata.value).to_bytes(BPB, "little")[:bin(keep).count("1")]
+            out_buf += int(dut.m_axis_tdata.value).to_bytes(BPB, "little")[: bin(keep).count("1")]
             if int(dut.m_axis_tlast.value):
                 tag = int.from_bytes(out_buf[:4], "little")
                 q, data, bad = expect.pop(tag)
@@ -760,5 +820,4 @@ async def test_soak(dut):
     assert int(dut.stat_free_cells.value) == CELLS, "cells leaked"
     assert int(dut.stat_queued_cells.value) == 0 and int(dut.stat_deq_cells.value) == 0
     assert not int(dut.stat_invariant_err.value)
-    dut._log.info("soak: %d packets, %d delivered, drops %s, %d cycles", n_pkts, delivered,
-                  drops, cycle)
+    dut._log.info("soak: %d packets, %d delivered, drops %s, %d cycles", n_pkts, delivered, drops, cycle)

@@ -6,6 +6,7 @@ queue (4096 B of credit per release) so the buffer behaves as a FIFO that drops 
 frames. The traffic is paced (input idles more than the output pauses) so the
 admission policy never drops a good packet: the scoreboard's model is "bad frames
 vanish, everything else comes out unchanged, in order"."""
+
 import random
 
 import cocotb
@@ -28,9 +29,15 @@ class VOQFifoTest(uvm_test):
 
     def build_phase(self):
         self.rng = random.Random(self.SEED)
-        cfg = AxisEnvConfig(dut=cocotb.top, model=voq_fifo_model, s_side="s_meta",
-                            s_side_fields=("queue", "tenant"), p_in=0.5, p_out=0.2,
-                            seed=self.SEED)
+        cfg = AxisEnvConfig(
+            dut=cocotb.top,
+            model=voq_fifo_model,
+            s_side="s_meta",
+            s_side_fields=("queue", "tenant"),
+            p_in=0.5,
+            p_out=0.2,
+            seed=self.SEED,
+        )
         ConfigDB().set(None, "*", CONFIG_KEY, cfg)
         self.env = AxisEnv("env", self)
 
@@ -66,8 +73,9 @@ class VOQFifoTest(uvm_test):
         bad = int(dut.stat_drop_bad.value)
         others = sum(int(getattr(dut, f"stat_drop_{r}").value) for r in ("full", "queue", "tenant", "dt"))
         assert others == 0, f"admission drops in a paced FIFO test: {others}"
-        assert bad == self.env.scoreboard.driven - self.env.scoreboard.matches, \
+        assert bad == self.env.scoreboard.driven - self.env.scoreboard.matches, (
             f"stat_drop_bad {bad} != bad frames"
+        )
         dut.s_deq_valid.value = 0
         for _ in range(50):
             await RisingEdge(dut.clk)

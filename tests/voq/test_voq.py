@@ -1,4 +1,5 @@
 """VOQ buffer: cocotb on Verilator against the reference model (sim/voq_model.py)."""
+
 import pytest
 
 from opengse.sim.runner import run_cocotb
@@ -6,9 +7,19 @@ from opengse.sim.runner import run_cocotb
 #: Small buffer (64 cells of 64 B, 8 queues, 4 tenants; alpha = 4 so that the queue
 #: limit and the tenant limit bind before the dynamic threshold in some phases): drops
 #: of every kind happen within a few hundred packets.
-SMALL = dict(data_width=64, buffer_bytes=4096, cell_bytes=64, queues=8, tenants=4,
-             queue_limit_cells=32, tenant_reserved_cells=4, tenant_limit_cells=40,
-             alpha_log2=2, credit_width=16, credit_unit=1)
+SMALL = dict(
+    data_width=64,
+    buffer_bytes=4096,
+    cell_bytes=64,
+    queues=8,
+    tenants=4,
+    queue_limit_cells=32,
+    tenant_reserved_cells=4,
+    tenant_limit_cells=40,
+    alpha_log2=2,
+    credit_width=16,
+    credit_unit=1,
+)
 
 #: The same with credit used in 64-byte units (the GSE configuration, as exported).
 SMALL64 = dict(SMALL, credit_unit=64)
@@ -21,18 +32,30 @@ BUILD_ARGS = ("--output-split", "0", "--output-split-cfuncs", "0")
 DEFAULT = {}
 
 
-@pytest.mark.parametrize("testcase", [
-    "test_basic", "test_phased_admission", "test_concurrent_backpressure",
-    "test_tenant_isolation", "test_reset_midstream", "test_emitted_packets",
-])
+@pytest.mark.parametrize(
+    "testcase",
+    [
+        "test_basic",
+        "test_phased_admission",
+        "test_concurrent_backpressure",
+        "test_tenant_isolation",
+        "test_reset_midstream",
+        "test_emitted_packets",
+    ],
+)
 def test_voq_small(testcase):
     run_cocotb("voq", SMALL, "cocotb_voq", testcase=testcase, build_args=BUILD_ARGS)
 
 
-@pytest.mark.parametrize("testcase", [
-    "test_basic", "test_phased_admission", "test_concurrent_backpressure",
-    "test_emitted_packets",
-])
+@pytest.mark.parametrize(
+    "testcase",
+    [
+        "test_basic",
+        "test_phased_admission",
+        "test_concurrent_backpressure",
+        "test_emitted_packets",
+    ],
+)
 def test_voq_small_unit64(testcase):
     run_cocotb("voq", SMALL64, "cocotb_voq", testcase=testcase, build_args=BUILD_ARGS)
 
@@ -50,11 +73,23 @@ SOAK = 10000
 
 
 def test_voq_soak():
-    run_cocotb("voq", SMALL, "cocotb_voq", testcase="test_soak",
-               extra_env={"VOQ_SOAK": str(SOAK)}, build_args=BUILD_ARGS)
+    run_cocotb(
+        "voq",
+        SMALL,
+        "cocotb_voq",
+        testcase="test_soak",
+        extra_env={"VOQ_SOAK": str(SOAK)},
+        build_args=BUILD_ARGS,
+    )
 
 
 @pytest.mark.slow
 def test_voq_soak_100k():
-    run_cocotb("voq", SMALL, "cocotb_voq", testcase="test_soak",
-               extra_env={"VOQ_SOAK": "100000"}, build_args=BUILD_ARGS)
+    run_cocotb(
+        "voq",
+        SMALL,
+        "cocotb_voq",
+        testcase="test_soak",
+        extra_env={"VOQ_SOAK": "100000"},
+        build_args=BUILD_ARGS,
+    )

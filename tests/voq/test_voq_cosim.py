@@ -6,6 +6,7 @@ mutation tests prove the check can fail: each changes one part slightly (some on
 timing) and must be caught. Slow (Amaranth's simulator runs two buffers at a few
 hundred clocks per second); they need the git history that holds the golden commit.
 """
+
 import pytest
 
 import voq_cosim
@@ -27,15 +28,14 @@ def _golden():
 @pytest.mark.slow
 @pytest.mark.parametrize("config", sorted(CYCLES))
 def test_voq_cosim_identical(config):
-    stats = voq_cosim.run(voq_cosim.CONFIGS[config], CYCLES[config], seed=1,
-                          golden_cls=_golden())
+    stats = voq_cosim.run(voq_cosim.CONFIGS[config], CYCLES[config], seed=1, golden_cls=_golden())
     print(stats)
     # the traffic did exercise the buffer: packets through, releases, drops, resets
     assert stats["pkts_out"] > CYCLES[config] // 100, stats
     assert stats["releases"] > CYCLES[config] // 100, stats
     assert stats["resets"] >= 1, stats
     assert stats["drop_bad"], stats
-    if config != "default":       # the 64 KB buffer seldom fills within 20,000 clocks
+    if config != "default":  # the 64 KB buffer seldom fills within 20,000 clocks
         assert stats["drop_full"] + stats["drop_dt"] + stats["drop_tenant"], stats
 
 
@@ -43,5 +43,10 @@ def test_voq_cosim_identical(config):
 @pytest.mark.parametrize("mutation", sorted(voq_cosim.MUTATIONS))
 def test_voq_cosim_catches_mutation(mutation):
     with pytest.raises(voq_cosim.CosimError):
-        voq_cosim.run(voq_cosim.CONFIGS["small"], MUTANT_CYCLES, seed=1,
-                      new_cls=voq_cosim.mutant_voq_buffer(mutation), golden_cls=_golden())
+        voq_cosim.run(
+            voq_cosim.CONFIGS["small"],
+            MUTANT_CYCLES,
+            seed=1,
+            new_cls=voq_cosim.mutant_voq_buffer(mutation),
+            golden_cls=_golden(),
+        )

@@ -15,6 +15,7 @@ out) from the block's internal events and asserts, every cycle up to the BMC dep
   for events posted and not yet applied), and free + queued + in-flight == total;
 * the RTL's own ``stat_invariant_err`` never rises.
 """
+
 import os
 
 import pytest
@@ -25,14 +26,25 @@ from opengse.rtl.voq.buffer import VOQBuffer
 from opengse.sim.formal import prove
 from opengse.sim.runner import BUILD_ROOT
 
-SMALL = dict(data_width=8, buffer_bytes=8, cell_bytes=2, queues=2, tenants=2,
-             queue_limit_cells=3, tenant_reserved_cells=1, tenant_limit_cells=3,
-             alpha_log2=0, credit_width=4, counter_width=2, credit_unit=1)
+SMALL = dict(
+    data_width=8,
+    buffer_bytes=8,
+    cell_bytes=2,
+    queues=2,
+    tenants=2,
+    queue_limit_cells=3,
+    tenant_reserved_cells=1,
+    tenant_limit_cells=3,
+    alpha_log2=0,
+    credit_width=4,
+    counter_width=2,
+    credit_unit=1,
+)
 #: Regression depth: the table clear takes 4 cycles, the first commit is reachable at
 #: step 11, the first cell returned to the free list at step 24 (cover check below).
 DEPTH = int(os.environ.get("VOQ_FORMAL_DEPTH", "16"))
 DEEP = int(os.environ.get("VOQ_FORMAL_DEEP", "28"))
-SCRIPT = ("memory_map",)     # tiny memories as flip-flops: faster for z3 than arrays
+SCRIPT = ("memory_map",)  # tiny memories as flip-flops: faster for z3 than arrays
 
 
 def popcount(v, n):
@@ -44,14 +56,18 @@ class VOQFormal(Elaboratable):
 
     def __init__(self, reset=False, **params):
         self.dut = VOQBuffer(**params)
-        self.reset = reset          # let the solver assert rst at any time (slower)
+        self.reset = reset  # let the solver assert rst at any time (slower)
 
     def ports(self):
         # Inputs only: logic that reaches no assertion (data path, statistics) is then
         # removed by Yosys, which keeps the solver's problem small.
         from amaranth.lib.wiring import In
-        return [Value.cast(sig) for _path, member, sig in self.dut.signature.flatten(self.dut)
-                if member.flow == In]
+
+        return [
+            Value.cast(sig)
+            for _path, member, sig in self.dut.signature.flatten(self.dut)
+            if member.flow == In
+        ]
 
     def elaborate(self, platform):
         m = Module()
@@ -93,13 +109,18 @@ class VOQFormal(Elaboratable):
 
         # Counters agree with the shadow.
         with m.If(dut.init_done):
-            expect = (dut.stat_queued_cells + dut.stat_deq_cells
-                      + Mux(dut.tap_commit_pend, dut.tap_commit_pend_cells, 0)
-                      - Mux(dut.tap_free_pend, dut.tap_free_pend_cells, 0))
+            expect = (
+                dut.stat_queued_cells
+                + dut.stat_deq_cells
+                + Mux(dut.tap_commit_pend, dut.tap_commit_pend_cells, 0)
+                - Mux(dut.tap_free_pend, dut.tap_free_pend_cells, 0)
+            )
             m.d.comb += [
                 Assert(popcount(owned, n) == expect, "owned cells != queued + in-flight"),
-                Assert(dut.stat_free_cells + dut.stat_queued_cells + dut.stat_deq_cells == n,
-                       "free + queued + in-flight != total"),
+                Assert(
+                    dut.stat_free_cells + dut.stat_queued_cells + dut.stat_deq_cells == n,
+                    "free + queued + in-flight != total",
+                ),
             ]
         m.d.comb += Assert(~dut.stat_invariant_err, "stat_invariant_err")
         if not self.reset:
@@ -109,8 +130,9 @@ class VOQFormal(Elaboratable):
 
 def _bmc(depth, name):
     top = VOQFormal(**SMALL)
-    result = prove(top, ports=top.ports(), depth=depth, mode="bmc", script=SCRIPT,
-                   workdir=BUILD_ROOT / "formal" / name)
+    result = prove(
+        top, ports=top.ports(), depth=depth, mode="bmc", script=SCRIPT, workdir=BUILD_ROOT / "formal" / name
+    )
     assert result.passed
     print(f"VOQ BMC depth {depth}: {result.status} in {result.seconds:.1f} s")
 
@@ -141,6 +163,12 @@ class _Reach(Elaboratable):
 def test_voq_formal_reachability():
     """The shadow's events are reachable: commit and free happen within DEEP cycles."""
     top = _Reach()
-    result = prove(top, ports=top.f.ports(), depth=DEEP, mode="cover", script=SCRIPT,
-                   workdir=BUILD_ROOT / "formal" / "voq_cover")
+    result = prove(
+        top,
+        ports=top.f.ports(),
+        depth=DEEP,
+        mode="cover",
+        script=SCRIPT,
+        workdir=BUILD_ROOT / "formal" / "voq_cover",
+    )
     assert result.passed

@@ -33,6 +33,7 @@ Command::
 ``--mutate`` runs against a deliberately changed copy of one part (see
 :data:`MUTATIONS`), which must fail. tests/voq/test_voq_cosim.py runs both (slow).
 """
+
 import argparse
 import importlib
 import io
@@ -54,38 +55,77 @@ GOLDEN_COMMIT = "2713851"
 
 CONFIGS = {
     # tests/voq/test_voq.py's SMALL: 64 cells of 64 B, 8 queues, 4 tenants.
-    "small": dict(data_width=64, buffer_bytes=4096, cell_bytes=64, queues=8, tenants=4,
-                  queue_limit_cells=32, tenant_reserved_cells=4, tenant_limit_cells=40,
-                  alpha_log2=2, credit_width=16, credit_unit=1),
-    "small64": dict(data_width=64, buffer_bytes=4096, cell_bytes=64, queues=8, tenants=4,
-                    queue_limit_cells=32, tenant_reserved_cells=4, tenant_limit_cells=40,
-                    alpha_log2=-1, credit_width=16, credit_unit=64),
+    "small": dict(
+        data_width=64,
+        buffer_bytes=4096,
+        cell_bytes=64,
+        queues=8,
+        tenants=4,
+        queue_limit_cells=32,
+        tenant_reserved_cells=4,
+        tenant_limit_cells=40,
+        alpha_log2=2,
+        credit_width=16,
+        credit_unit=1,
+    ),
+    "small64": dict(
+        data_width=64,
+        buffer_bytes=4096,
+        cell_bytes=64,
+        queues=8,
+        tenants=4,
+        queue_limit_cells=32,
+        tenant_reserved_cells=4,
+        tenant_limit_cells=40,
+        alpha_log2=-1,
+        credit_width=16,
+        credit_unit=64,
+    ),
     # The exported configuration (1024 queues, 256 cells of 256 B).
-    "default": dict(data_width=64, buffer_bytes=65536, cell_bytes=256, queues=1024,
-                    tenants=16, queue_limit_cells=128, tenant_reserved_cells=8,
-                    tenant_limit_cells=192, alpha_log2=1, credit_width=16, credit_unit=64),
+    "default": dict(
+        data_width=64,
+        buffer_bytes=65536,
+        cell_bytes=256,
+        queues=1024,
+        tenants=16,
+        queue_limit_cells=128,
+        tenant_reserved_cells=8,
+        tenant_limit_cells=192,
+        alpha_log2=1,
+        credit_width=16,
+        credit_unit=64,
+    ),
 }
 
 #: Deliberate changes the co-simulation must catch: (part module, text, replacement).
 #: Each is small; two (the output FIFO, the FREE) are timing changes.
 MUTATIONS = {
     # release credit: stop at used > credit instead of >= (one more packet at the edge)
-    "walker_credit_edge": ("walker", "is_last & ((new_b >= w_credit) | w_c_lastpkt)",
-                           "is_last & ((new_b > w_credit) | w_c_lastpkt)"),
+    "walker_credit_edge": (
+        "walker",
+        "is_last & ((new_b >= w_credit) | w_c_lastpkt)",
+        "is_last & ((new_b > w_credit) | w_c_lastpkt)",
+    ),
     # a tenant's limit one cell larger than configured
     "admission_tenant_limit": ("admission", "s4_cap.eq(s3_ok >= L)", "s4_cap.eq(s3_ok > L)"),
     # the output FIFO used one entry short of full: timing only
-    "emitter_fifo_depth": ("emitter", "(out_fifo.w_level + m1_v) < OUT_DEPTH",
-                           "(out_fifo.w_level + m1_v) < OUT_DEPTH - 1"),
+    "emitter_fifo_depth": (
+        "emitter",
+        "(out_fifo.w_level + m1_v) < OUT_DEPTH",
+        "(out_fifo.w_level + m1_v) < OUT_DEPTH - 1",
+    ),
     # FREE takes 3 cycles instead of 2: timing only
-    "accounting_free_slow": ("accounting",
-                             'rmo.eq(Const(R, signed(cnw + 2)) - occ[f.tenant])]\n'
-                             '                    m.next = "C3"',
-                             'rmo.eq(Const(R, signed(cnw + 2)) - occ[f.tenant])]\n'
-                             '                    m.next = "C2"'),
+    "accounting_free_slow": (
+        "accounting",
+        'rmo.eq(Const(R, signed(cnw + 2)) - occ[f.tenant])]\n                    m.next = "C3"',
+        'rmo.eq(Const(R, signed(cnw + 2)) - occ[f.tenant])]\n                    m.next = "C2"',
+    ),
     # a packet starts without waiting for its side channel
-    "enqueue_meta": ("enqueue", "init_done & self.s_axis.valid & self.s_meta.valid",
-                     "init_done & self.s_axis.valid"),
+    "enqueue_meta": (
+        "enqueue",
+        "init_done & self.s_axis.valid & self.s_meta.valid",
+        "init_done & self.s_axis.valid",
+    ),
 }
 
 
@@ -95,10 +135,10 @@ class CosimError(AssertionError):
 
 # ---- the reference ---------------------------------------------------------------------
 
+
 def _repo_root():
     here = Path(__file__).resolve().parent
-    out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=here,
-                         capture_output=True, text=True)
+    out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=here, capture_output=True, text=True)
     if out.returncode:
         raise FileNotFoundError(f"not in a git checkout ({here}): {out.stderr.strip()}")
     return Path(out.stdout.strip())
@@ -113,11 +153,16 @@ def golden_voq_buffer(build_root):
         root = _repo_root()
         dest = Path(build_root) / "golden" / GOLDEN_COMMIT
         if not (dest / pkg / "voq" / "buffer.py").exists():
-            out = subprocess.run(["git", "archive", "--format=tar", f"--prefix={pkg}/",
-                                  f"{GOLDEN_COMMIT}:rtl"], cwd=root, capture_output=True)
+            out = subprocess.run(
+                ["git", "archive", "--format=tar", f"--prefix={pkg}/", f"{GOLDEN_COMMIT}:rtl"],
+                cwd=root,
+                capture_output=True,
+            )
             if out.returncode:
-                raise FileNotFoundError(f"git archive {GOLDEN_COMMIT}:rtl failed (a shallow "
-                                        f"clone?): {out.stderr.decode().strip()}")
+                raise FileNotFoundError(
+                    f"git archive {GOLDEN_COMMIT}:rtl failed (a shallow "
+                    f"clone?): {out.stderr.decode().strip()}"
+                )
             dest.mkdir(parents=True, exist_ok=True)
             with tarfile.open(fileobj=io.BytesIO(out.stdout)) as tar:
                 tar.extractall(dest, filter="data")
@@ -126,6 +171,7 @@ def golden_voq_buffer(build_root):
 
 
 # ---- mutants ---------------------------------------------------------------------------
+
 
 def _mutant_module(part, old, new):
     name = f"opengse.rtl.voq.{part}"
@@ -141,22 +187,23 @@ def _mutant_module(part, old, new):
 def mutant_voq_buffer(mutation):
     """A ``VOQBuffer`` subclass with one part replaced by a mutated copy."""
     from opengse.rtl.voq.buffer import VOQBuffer
+
     part, old, new = MUTATIONS[mutation]
     mod = _mutant_module(part, old, new)
-    if part == "admission":            # a part of the enqueue
+    if part == "admission":  # a part of the enqueue
         enq = types.ModuleType("opengse.rtl.voq.enqueue_mutant")
         enq.__package__ = "opengse.rtl.voq"
         src = Path(importlib.import_module("opengse.rtl.voq.enqueue").__file__).read_text()
         exec(compile(src, "<enqueue with mutant admission>", "exec"), enq.__dict__)
         enq.VOQAdmission = mod.VOQAdmission
         return type("MutantVOQBuffer", (VOQBuffer,), {"Enqueue": enq.VOQEnqueue})
-    attr = {"accounting": "Accounting", "enqueue": "Enqueue", "walker": "Walker",
-            "emitter": "Emitter"}[part]
+    attr = {"accounting": "Accounting", "enqueue": "Enqueue", "walker": "Walker", "emitter": "Emitter"}[part]
     cls = getattr(mod, f"VOQ{attr}")
     return type("MutantVOQBuffer", (VOQBuffer,), {attr: cls})
 
 
 # ---- the side-by-side top ----------------------------------------------------------------
+
 
 def _leaves(component):
     """``{(path..., field...): (flow, value)}`` of every port leaf (struct fields split)."""
@@ -168,6 +215,7 @@ def _leaves(component):
                 walk(path + (name,), flow, getattr(value, name))
         else:
             out[path] = (flow, Value.cast(value))
+
     for path, member, value in component.signature.flatten(component):
         walk(tuple(path), member.flow, value)
     return out
@@ -181,13 +229,14 @@ class SideBySide(Elaboratable):
         self.old, self.new = old, new
         self.rst = Signal()
         lo, ln = _leaves(old), _leaves(new)
-        self.inputs = {p: Signal(len(v), name="in_" + "_".join(p))
-                       for p, (flow, v) in ln.items() if flow == In}
+        self.inputs = {
+            p: Signal(len(v), name="in_" + "_".join(p)) for p, (flow, v) in ln.items() if flow == In
+        }
         self.only_new_inputs = sorted(p for p in self.inputs if p not in lo)
-        self.outputs = [(p, lo[p][1], v) for p, (flow, v) in ln.items()
-                        if flow != In and p in lo and lo[p][0] != In]
-        self.only_new_outputs = sorted(p for p, (flow, _v) in ln.items()
-                                       if flow != In and p not in lo)
+        self.outputs = [
+            (p, lo[p][1], v) for p, (flow, v) in ln.items() if flow != In and p in lo and lo[p][0] != In
+        ]
+        self.only_new_outputs = sorted(p for p, (flow, _v) in ln.items() if flow != In and p not in lo)
         self._lo, self._ln = lo, ln
         self.diff = Signal(len(self.outputs))
         # (as signals: the simulator samples a signal much faster than an expression)
@@ -213,26 +262,30 @@ class SideBySide(Elaboratable):
             m.d.comb += self._ln[p][1].eq(sig)
             if p in self._lo:
                 m.d.comb += self._lo[p][1].eq(sig)
-        m.d.comb += [self.diff.eq(Cat(o != n for _p, o, n in self.outputs)),
-                     self.old_values.eq(Cat(o for _p, o, _n in self.outputs)),
-                     self.new_values.eq(Cat(n for _p, _o, n in self.outputs)),
-                     self.drops.eq(Cat(getattr(self.new, f"stat_drop_{r}")
-                                       for r in ("bad", "full", "queue", "tenant", "dt")))]
+        m.d.comb += [
+            self.diff.eq(Cat(o != n for _p, o, n in self.outputs)),
+            self.old_values.eq(Cat(o for _p, o, _n in self.outputs)),
+            self.new_values.eq(Cat(n for _p, _o, n in self.outputs)),
+            self.drops.eq(
+                Cat(getattr(self.new, f"stat_drop_{r}") for r in ("bad", "full", "queue", "tenant", "dt"))
+            ),
+        ]
         return m
 
 
 # ---- stimulus ----------------------------------------------------------------------------
+
 
 def credit_limit(dut):
     """The largest credit a request may carry (all of ``credit_width`` before the limit)."""
     return getattr(dut, "max_credit", (1 << dut.credit_width) - 1)
 
 
-def run(params, cycles=50000, seed=1, new_cls=None, golden_cls=None, build_root="build",
-        log=print):
+def run(params, cycles=50000, seed=1, new_cls=None, golden_cls=None, build_root="build", log=print):
     """Co-simulate; return a dict of activity counts. Raises :class:`CosimError` at the
     first clock where a shared output differs."""
     from opengse.rtl.voq.buffer import DROP_REASONS, VOQBuffer
+
     golden_cls = golden_cls or golden_voq_buffer(build_root)
     new = (new_cls or VOQBuffer)(**params)
     old = golden_cls(**params)
@@ -241,8 +294,16 @@ def run(params, cycles=50000, seed=1, new_cls=None, golden_cls=None, build_root=
     bpb, cell = new.bpb, params["cell_bytes"]
     cmax = credit_limit(new)
     I = top.inputs
-    stats = {"cycles": 0, "pkts_in": 0, "beats_out": 0, "pkts_out": 0, "releases": 0,
-             "resets": 0, "requests": 0, **{f"drop_{r}": 0 for r in DROP_REASONS}}
+    stats = {
+        "cycles": 0,
+        "pkts_in": 0,
+        "beats_out": 0,
+        "pkts_out": 0,
+        "releases": 0,
+        "resets": 0,
+        "requests": 0,
+        **{f"drop_{r}": 0 for r in DROP_REASONS},
+    }
 
     drop_counts = top.drops
 
@@ -352,16 +413,36 @@ def run(params, cycles=50000, seed=1, new_cls=None, golden_cls=None, build_root=
             setin(ctx, ("m_deq_done", "ready"), int(rng.random() < p_done))
             setin(ctx, ("query_queue",), rng.randrange(params["queues"]))
             setin(ctx, ("query_tenant",), rng.randrange(params["tenants"]))
-            (_c, _r, diff, a_rdy, d_rdy, o_v, o_last, done_v, done_r, olds, news,
-             drops) = await ctx.tick().sample(
-                top.diff, new.s_axis.ready, new.s_deq.ready, new.m_axis.valid,
-                new.m_axis.payload.last, new.m_deq_done.valid, new.m_deq_done.ready,
-                top.old_values, top.new_values, drop_counts)
+            (
+                _c,
+                _r,
+                diff,
+                a_rdy,
+                d_rdy,
+                o_v,
+                o_last,
+                done_v,
+                done_r,
+                olds,
+                news,
+                drops,
+            ) = await ctx.tick().sample(
+                top.diff,
+                new.s_axis.ready,
+                new.s_deq.ready,
+                new.m_axis.valid,
+                new.m_axis.payload.last,
+                new.m_deq_done.valid,
+                new.m_deq_done.ready,
+                top.old_values,
+                top.new_values,
+                drop_counts,
+            )
             stats["cycles"] = cycle + 1
             if diff:
                 raise CosimError(f"cycle {cycle}: outputs differ: " + top.explain(diff, olds, news))
             if cycle == next_reset:
-                count_drops(drops)        # the counters restart at the reset
+                count_drops(drops)  # the counters restart at the reset
             if in_reset:
                 continue
             if a_valid and a_rdy:
@@ -415,11 +496,9 @@ def main(argv=None):
     a = ap.parse_args(argv)
     new_cls = mutant_voq_buffer(a.mutate) if a.mutate else None
     try:
-        stats = run(CONFIGS[a.config], a.cycles, a.seed, new_cls=new_cls,
-                    build_root=a.build_root)
+        stats = run(CONFIGS[a.config], a.cycles, a.seed, new_cls=new_cls, build_root=a.build_root)
     except CosimError as e:
-        print(f"MISMATCH ({a.config}, seed {a.seed}{', mutant ' + a.mutate if a.mutate else ''})"
-              f": {e}")
+        print(f"MISMATCH ({a.config}, seed {a.seed}{', mutant ' + a.mutate if a.mutate else ''}): {e}")
         return 1
     except FileNotFoundError as e:
         print(f"error: {e}", file=sys.stderr)

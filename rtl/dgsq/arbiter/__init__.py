@@ -12,25 +12,50 @@
 * ``occupancy.py``: the lanes' stages as slot sets (masks);
 * ``weights.py``: the weight table; ``records.py``, ``bits.py``: layouts and helpers.
 """
+
 from ...catalog import BlockSpec
 from .grant_arbiter import GrantArbiter
-from .records import (N_CLASSES, SEQ_BITS, arrival_layout, cfg_layout, grant_layout,
-                      request_layout, slot_layout)
+from .records import (
+    N_CLASSES,
+    SEQ_BITS,
+    arrival_layout,
+    cfg_layout,
+    grant_layout,
+    request_layout,
+    slot_layout,
+)
 
-__all__ = ["GrantArbiter", "request_layout", "arrival_layout", "grant_layout", "cfg_layout",
-           "slot_layout", "N_CLASSES", "SEQ_BITS", "EXPORTS"]
+__all__ = [
+    "GrantArbiter",
+    "request_layout",
+    "arrival_layout",
+    "grant_layout",
+    "cfg_layout",
+    "slot_layout",
+    "N_CLASSES",
+    "SEQ_BITS",
+    "EXPORTS",
+]
 
 EXPORTS = [
     BlockSpec(
         name="grant_arbiter",
         module="gse_grant_arbiter",
         factory=GrantArbiter,
-        params={"n_req": 64, "buffer_credits": 1024, "grant_credits": 64, "max_inflight": 2,
-                "n_tenants": 16, "lease_cycles": 8192},
+        params={
+            "n_req": 64,
+            "buffer_credits": 1024,
+            "grant_credits": 64,
+            "max_inflight": 2,
+            "n_tenants": 16,
+            "lease_cycles": 8192,
+        },
         description="GSE DGSQ grant arbiter of one egress port: strict priority across "
-                    "traffic classes, weighted round-robin per tenant, credit-bounded grants",
-        keep_modules=lambda **p: {"slot_store.ram_g": "gse_grant_slot_ram_g",
-                                  "slot_store.ram_e": "gse_grant_slot_ram_e"},
+        "traffic classes, weighted round-robin per tenant, credit-bounded grants",
+        keep_modules=lambda **p: {
+            "slot_store.ram_g": "gse_grant_slot_ram_g",
+            "slot_store.ram_e": "gse_grant_slot_ram_e",
+        },
         aliases=("dgsq",),
     ),
 ]

@@ -1,4 +1,5 @@
 """The grant arbiter's arrival accumulator: reports of one container added up."""
+
 from amaranth import Cat, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -30,11 +31,13 @@ class ArrivalAccumulator(wiring.Component):
     """
 
     def __init__(self):
-        super().__init__({
-            "s_arr": In(stream.Signature(arrival_layout())),
-            "m_arr": Out(stream.Signature(arrival_layout())),
-            "engine_busy": In(1),
-        })
+        super().__init__(
+            {
+                "s_arr": In(stream.Signature(arrival_layout())),
+                "m_arr": Out(stream.Signature(arrival_layout())),
+                "engine_busy": In(1),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -49,8 +52,12 @@ class ArrivalAccumulator(wiring.Component):
         new = self.s_arr.payload
         m.d.comb += self.s_arr.ready.eq(~in_v | in_go)
         with m.If(self.s_arr.valid & self.s_arr.ready):
-            m.d.sync += [in_v.eq(1), in_a.eq(new), last_key.eq(Cat(new.src_node, new.dgsq)),
-                         in_same.eq(Cat(new.src_node, new.dgsq) == last_key)]
+            m.d.sync += [
+                in_v.eq(1),
+                in_a.eq(new),
+                last_key.eq(Cat(new.src_node, new.dgsq)),
+                in_same.eq(Cat(new.src_node, new.dgsq) == last_key),
+            ]
         with m.Elif(in_go):
             m.d.sync += in_v.eq(0)
         merge = Signal()

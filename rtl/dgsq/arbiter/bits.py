@@ -1,4 +1,5 @@
 """Bit-vector helpers of the grant arbiter (one-hot picks, encoders, wide ORs)."""
+
 from amaranth import Cat, Const, Mux
 
 __all__ = ["onehot_first", "rr_first", "and_or", "encode", "pos", "or_all"]
@@ -6,7 +7,7 @@ __all__ = ["onehot_first", "rr_first", "and_or", "encode", "pos", "or_all"]
 
 def onehot_first(x):
     """Lowest set bit of ``x`` as a one-hot vector (a carry chain on ECP5)."""
-    return x & (-x).as_unsigned()[:len(x)]
+    return x & (-x).as_unsigned()[: len(x)]
 
 
 def rr_first(above, all_):
@@ -24,8 +25,7 @@ def and_or(onehot, bits):
 
 def encode(onehot, bits):
     """Binary index (``bits`` wide) of the set bit of ``onehot``."""
-    return Cat(Cat(onehot[i] for i in range(len(onehot)) if (i >> b) & 1).any()
-               for b in range(bits))
+    return Cat(Cat(onehot[i] for i in range(len(onehot)) if (i >> b) & 1).any() for b in range(bits))
 
 
 def pos(x):

@@ -1,4 +1,5 @@
 """The grant arbiter's key CAM: the (``src_node``, ``dgsq``) key of every slot."""
+
 from amaranth import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -21,11 +22,19 @@ class KeyCAM(wiring.Component):
 
     def __init__(self, n):
         self.n = n
-        super().__init__({
-            "wr_en": In(1), "wr_oh": In(n), "wr_src": In(16), "wr_dgsq": In(16),
-            "key": In(32), "key_n": In(32), "valid": In(n),
-            "lo": Out(n), "hi": Out(n),
-        })
+        super().__init__(
+            {
+                "wr_en": In(1),
+                "wr_oh": In(n),
+                "wr_src": In(16),
+                "wr_dgsq": In(16),
+                "key": In(32),
+                "key_n": In(32),
+                "valid": In(n),
+                "lo": Out(n),
+                "hi": Out(n),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -39,6 +48,9 @@ class KeyCAM(wiring.Component):
 
         def key_of(i):
             return self.key if i < nh else ~self.key_n
-        m.d.comb += [self.lo.eq(Cat(ksrc[i] == key_of(i)[:16] for i in range(n))),
-                     self.hi.eq(Cat(kdgsq[i] == key_of(i)[16:] for i in range(n)) & self.valid)]
+
+        m.d.comb += [
+            self.lo.eq(Cat(ksrc[i] == key_of(i)[:16] for i in range(n))),
+            self.hi.eq(Cat(kdgsq[i] == key_of(i)[16:] for i in range(n)) & self.valid),
+        ]
         return m

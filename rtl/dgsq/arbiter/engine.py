@@ -1,12 +1,12 @@
 """The grant arbiter's engine: REQUESTs, arrivals and lease expiries, one at a time."""
+
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .bits import onehot_first
 from .occupancy import LaneStages
-from .records import (ENGINE_STAGES, GRANT_STAGES, OP_ARR, OP_EXP, OP_REQ, arrival_layout,
-                      request_layout)
+from .records import ENGINE_STAGES, GRANT_STAGES, OP_ARR, OP_EXP, OP_REQ, arrival_layout, request_layout
 
 __all__ = ["Engine", "EngineOpSignature"]
 
@@ -18,8 +18,17 @@ class EngineOpSignature(wiring.Signature):
     or the arrival's ``credits`` and ``last``. The operands are valid with ``go``."""
 
     def __init__(self, n):
-        super().__init__({"go": Out(1), "tgt": Out(n), "kind": Out(2), "hit": Out(1),
-                          "req": Out(request_layout()), "credits": Out(16), "last": Out(1)})
+        super().__init__(
+            {
+                "go": Out(1),
+                "tgt": Out(n),
+                "kind": Out(2),
+                "hit": Out(1),
+                "req": Out(request_layout()),
+                "credits": Out(16),
+                "last": Out(1),
+            }
+        )
 
 
 class Engine(wiring.Component):
@@ -47,18 +56,31 @@ class Engine(wiring.Component):
 
     def __init__(self, n):
         self.n = n
-        super().__init__({
-            "s_req": In(stream.Signature(request_layout())),
-            "s_arr": In(stream.Signature(arrival_layout())),
-            "exp_oh": In(n), "exp_any": In(1), "valid": In(n),
-            "key": Out(32), "key_n": Out(32), "cam_lo": In(n), "cam_hi": In(n),
-            "g": In(LaneStages(n, GRANT_STAGES)), "e": In(LaneStages(n, ENGINE_STAGES)),
-            "busy_next": In(n),
-            "op": Out(EngineOpSignature(n)),
-            "e_v": Out(1), "e_tgt": Out(n), "b_cands": Out(n), "claim_en": Out(1),
-            "a_busy": Out(1),
-            "stat_requests": Out(32), "stat_req_no_slot": Out(32), "stat_arr_unknown": Out(32),
-        })
+        super().__init__(
+            {
+                "s_req": In(stream.Signature(request_layout())),
+                "s_arr": In(stream.Signature(arrival_layout())),
+                "exp_oh": In(n),
+                "exp_any": In(1),
+                "valid": In(n),
+                "key": Out(32),
+                "key_n": Out(32),
+                "cam_lo": In(n),
+                "cam_hi": In(n),
+                "g": In(LaneStages(n, GRANT_STAGES)),
+                "e": In(LaneStages(n, ENGINE_STAGES)),
+                "busy_next": In(n),
+                "op": Out(EngineOpSignature(n)),
+                "e_v": Out(1),
+                "e_tgt": Out(n),
+                "b_cands": Out(n),
+                "claim_en": Out(1),
+                "a_busy": Out(1),
+                "stat_requests": Out(32),
+                "stat_req_no_slot": Out(32),
+                "stat_arr_unknown": Out(32),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -70,7 +92,7 @@ class Engine(wiring.Component):
         # lane). An operation takes at least 2 clocks in E: one operation per 2 clocks.
         turn = Signal(2)
         a_v, a_kind = self.a_busy, Signal(2)
-        a_isexp = Signal()          # a_kind == OP_EXP
+        a_isexp = Signal()  # a_kind == OP_EXP
         a_req = Signal(request_layout())
         a_cred, a_last = Signal(16), Signal()
         a_exp = Signal(n)
@@ -87,10 +109,10 @@ class Engine(wiring.Component):
         b_v, b_kind = Signal(), Signal(2)
         b_req = Signal(request_layout())
         b_cred, b_last = Signal(16), Signal()
-        alloc_ok = Signal()         # B holds a REQUEST with backlog (may take a free slot)
-        b_cam = Signal(n)           # per slot: the key's CAM hit (or the expiry's slot)
-        b_kind_now = Signal(2)      # B's kind in every clock of B (first included)
-        a_key, a_key_n = self.key, self.key_n   # (src_node, dgsq) of a REQUEST or arrival; ~
+        alloc_ok = Signal()  # B holds a REQUEST with backlog (may take a free slot)
+        b_cam = Signal(n)  # per slot: the key's CAM hit (or the expiry's slot)
+        b_kind_now = Signal(2)  # B's kind in every clock of B (first included)
+        a_key, a_key_n = self.key, self.key_n  # (src_node, dgsq) of a REQUEST or arrival; ~
         # The key equals that of the operation accepted just before (when both have keys:
         # an expiry leaves ``a_key`` as it was, and is never forwarded to or from).
         a_same, d_same, b_same, b_same_now = Signal(), Signal(), Signal(), Signal()
@@ -109,9 +131,11 @@ class Engine(wiring.Component):
         # or ``busy_next``), with the stage-1 valids applied after the AND-OR trees (they
         # fan out widely).
         e_in_g1, e_in_e1, e_in_r = Signal(), Signal(), Signal()
-        m.d.comb += [e_in_g1.eq((e_tgt & self.g.oh[0]).any() & self.g.v[0]),
-                     e_in_e1.eq((e_tgt & self.e.oh[0]).any() & self.e.v[0]),
-                     e_in_r.eq((e_tgt & self.busy_next).any())]
+        m.d.comb += [
+            e_in_g1.eq((e_tgt & self.g.oh[0]).any() & self.g.v[0]),
+            e_in_e1.eq((e_tgt & self.e.oh[0]).any() & self.e.v[0]),
+            e_in_r.eq((e_tgt & self.busy_next).any()),
+        ]
         m.d.sync += [e_armed.eq(e_v & ~e_done), e_ok.eq(~(e_in_g1 | e_in_e1 | e_in_r))]
 
         # Accept: round-robin among REQUESTs, arrivals and expiries (one expiry in the
@@ -127,9 +151,13 @@ class Engine(wiring.Component):
         with m.Elif(x_hold != 0):
             m.d.sync += x_hold.eq(x_hold - 1)
         exp_ok = Signal()
-        m.d.sync += exp_ok.eq(self.exp_any & (x_hold == 0)
-                              & ~(a_v & (a_kind == OP_EXP)) & ~(b_v & (b_kind_now == OP_EXP))
-                              & ~(e_v & (e_kind == OP_EXP)))
+        m.d.sync += exp_ok.eq(
+            self.exp_any
+            & (x_hold == 0)
+            & ~(a_v & (a_kind == OP_EXP))
+            & ~(b_v & (b_kind_now == OP_EXP))
+            & ~(e_v & (e_kind == OP_EXP))
+        )
         # A takes an operation only when empty (the engine takes one per 2 clocks anyway):
         # the accept decision then depends on no pipeline movement (short paths).
         acc = self.s_arr.payload
@@ -145,21 +173,30 @@ class Engine(wiring.Component):
         with m.If(a_move):
             m.d.sync += a_v.eq(0)
         with m.If(~a_v & (choice != 3)):
-            m.d.sync += [a_v.eq(1), a_kind.eq(choice), a_isexp.eq(choice == OP_EXP),
-                         turn.eq(Mux(choice == 2, 0, choice + 1))]
+            m.d.sync += [
+                a_v.eq(1),
+                a_kind.eq(choice),
+                a_isexp.eq(choice == OP_EXP),
+                turn.eq(Mux(choice == 2, 0, choice + 1)),
+            ]
             with m.Switch(choice):
                 with m.Case(OP_REQ):
                     m.d.comb += self.s_req.ready.eq(1)
-                    m.d.sync += [a_req.eq(req),
-                                 a_same.eq(Cat(req.src_node, req.dgsq) == a_key),
-                                 a_key.eq(Cat(req.src_node, req.dgsq)),
-                                 a_key_n.eq(~Cat(req.src_node, req.dgsq))]
+                    m.d.sync += [
+                        a_req.eq(req),
+                        a_same.eq(Cat(req.src_node, req.dgsq) == a_key),
+                        a_key.eq(Cat(req.src_node, req.dgsq)),
+                        a_key_n.eq(~Cat(req.src_node, req.dgsq)),
+                    ]
                 with m.Case(OP_ARR):
                     m.d.comb += self.s_arr.ready.eq(1)
-                    m.d.sync += [a_cred.eq(acc.credits), a_last.eq(acc.last),
-                                 a_same.eq(Cat(acc.src_node, acc.dgsq) == a_key),
-                                 a_key.eq(Cat(acc.src_node, acc.dgsq)),
-                                 a_key_n.eq(~Cat(acc.src_node, acc.dgsq))]
+                    m.d.sync += [
+                        a_cred.eq(acc.credits),
+                        a_last.eq(acc.last),
+                        a_same.eq(Cat(acc.src_node, acc.dgsq) == a_key),
+                        a_key.eq(Cat(acc.src_node, acc.dgsq)),
+                        a_key_n.eq(~Cat(acc.src_node, acc.dgsq)),
+                    ]
                 with m.Case(OP_EXP):
                     m.d.sync += a_exp.eq(self.exp_oh)
 
@@ -171,11 +208,16 @@ class Engine(wiring.Component):
         d_kind = Signal(2)
         d_req = Signal(request_layout())
         d_cred, d_last = Signal(16), Signal()
-        d_lo, d_hi = Signal(n), Signal(n)    # per slot: src_node equal; dgsq equal and live
-        m.d.sync += [d_kind.eq(a_kind), d_req.eq(a_req), d_cred.eq(a_cred), d_last.eq(a_last),
-                     d_same.eq(a_same),
-                     d_lo.eq(Mux(a_isexp, a_exp, self.cam_lo)),
-                     d_hi.eq(Mux(a_isexp, ~0, self.cam_hi))]
+        d_lo, d_hi = Signal(n), Signal(n)  # per slot: src_node equal; dgsq equal and live
+        m.d.sync += [
+            d_kind.eq(a_kind),
+            d_req.eq(a_req),
+            d_cred.eq(a_cred),
+            d_last.eq(a_last),
+            d_same.eq(a_same),
+            d_lo.eq(Mux(a_isexp, a_exp, self.cam_lo)),
+            d_hi.eq(Mux(a_isexp, ~0, self.cam_hi)),
+        ]
         b_first = Signal()
         m.d.sync += b_first.eq(a_move)
         with m.If(a_move):
@@ -184,13 +226,20 @@ class Engine(wiring.Component):
             m.d.sync += b_v.eq(0)
         b_cam_r = Signal(n)
         with m.If(b_first):
-            m.d.sync += [b_kind.eq(d_kind), b_req.eq(d_req), b_cred.eq(d_cred), b_last.eq(d_last),
-                         b_same.eq(d_same),
-                         b_cam_r.eq(d_lo & d_hi),
-                         alloc_ok.eq((d_kind == OP_REQ) & (d_req.backlog != 0))]
-        m.d.comb += [b_cam.eq(Mux(b_first, d_lo & d_hi, b_cam_r)),
-                     b_same_now.eq(Mux(b_first, d_same, b_same)),
-                     b_kind_now.eq(Mux(b_first, d_kind, b_kind))]
+            m.d.sync += [
+                b_kind.eq(d_kind),
+                b_req.eq(d_req),
+                b_cred.eq(d_cred),
+                b_last.eq(d_last),
+                b_same.eq(d_same),
+                b_cam_r.eq(d_lo & d_hi),
+                alloc_ok.eq((d_kind == OP_REQ) & (d_req.backlog != 0)),
+            ]
+        m.d.comb += [
+            b_cam.eq(Mux(b_first, d_lo & d_hi, b_cam_r)),
+            b_same_now.eq(Mux(b_first, d_same, b_same)),
+            b_kind_now.eq(Mux(b_first, d_kind, b_kind)),
+        ]
 
         # B: choose the target. A REQUEST writes its slot's key (and live bit) from its
         # first clock in E on; an operation behind it compared before that: the key
@@ -211,15 +260,14 @@ class Engine(wiring.Component):
             m.d.sync += b_fwd_v.eq(0)
         with m.Elif(fwd_la & ~b_move):
             m.d.sync += b_fwd_v.eq(1)
-        with m.If(fwd_la):          # (only read while b_fwd_v: no move conditions here)
+        with m.If(fwd_la):  # (only read while b_fwd_v: no move conditions here)
             m.d.sync += b_fwd_tgt.eq(al_tgt)
         b_hit0 = Signal()
         b_match0 = Signal(n)
         b_cam_any = Signal()
-        with m.If(b_first):         # (read from B's second clock on)
+        with m.If(b_first):  # (read from B's second clock on)
             m.d.sync += b_cam_any.eq((d_lo & d_hi).any())
-        m.d.comb += [b_hit0.eq(b_fwd_v | b_cam_any),
-                     b_match0.eq(Mux(b_fwd_v, b_fwd_tgt, b_cam))]
+        m.d.comb += [b_hit0.eq(b_fwd_v | b_cam_any), b_match0.eq(Mux(b_fwd_v, b_fwd_tgt, b_cam))]
         hit = Signal()
         m.d.comb += hit.eq(fwd_la | b_hit0)
         # The lowest free slot, registered: a clock old, which is safe because only E
@@ -232,13 +280,20 @@ class Engine(wiring.Component):
         tgt = Signal(n)
         m.d.comb += tgt.eq(Mux(fwd_la, al_tgt, Mux(b_hit0, b_match0, Mux(alloc_ok, free, 0))))
         # B's possible targets (a superset, from registers) are masked while it may move.
-        m.d.comb += self.b_cands.eq(Mux(b_v, b_cam | free | Mux(b_fwd_v, b_fwd_tgt, 0)
-                                        | Mux(al_v, al_tgt, 0), 0))
+        m.d.comb += self.b_cands.eq(
+            Mux(b_v, b_cam | free | Mux(b_fwd_v, b_fwd_tgt, 0) | Mux(al_v, al_tgt, 0), 0)
+        )
         with m.If(b_move):
-            m.d.sync += [e_v.eq(1), e_kind.eq(b_kind), e_req.eq(b_req),
-                         self.op.credits.eq(b_cred), self.op.last.eq(b_last),
-                         e_tgt.eq(tgt), e_has.eq(hit | (alloc_ok & free_any)),
-                         e_hit_r.eq(hit)]
+            m.d.sync += [
+                e_v.eq(1),
+                e_kind.eq(b_kind),
+                e_req.eq(b_req),
+                self.op.credits.eq(b_cred),
+                self.op.last.eq(b_last),
+                e_tgt.eq(tgt),
+                e_has.eq(hit | (alloc_ok & free_any)),
+                e_hit_r.eq(hit),
+            ]
         with m.Elif(e_done):
             m.d.sync += e_v.eq(0)
 

@@ -1,4 +1,5 @@
 """The grant arbiter's engine lane: read-modify-write of a slot for the engine."""
+
 from amaranth import Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -6,8 +7,16 @@ from amaranth.lib.wiring import In, Out
 from .bits import and_or, encode, pos
 from .engine import EngineOpSignature
 from .occupancy import LaneStages
-from .records import (DEBT_MAX, ENGINE_STAGES, OP_ARR, OP_EXP, OP_REQ, SEQ_BITS,
-                      engine_writeback, request_layout)
+from .records import (
+    DEBT_MAX,
+    ENGINE_STAGES,
+    OP_ARR,
+    OP_EXP,
+    OP_REQ,
+    SEQ_BITS,
+    engine_writeback,
+    request_layout,
+)
 from .slot_store import SlotReadSignature, SlotWriteSignature
 
 __all__ = ["EngineLane"]
@@ -31,15 +40,19 @@ class EngineLane(wiring.Component):
         self.n, self.grant_credits, self.max_inflight = n, grant_credits, max_inflight
         self.cw, self.word_layout = cleft_bits, word_layout
         self.slot_bits = max(1, (n - 1).bit_length())
-        super().__init__({
-            "op": In(EngineOpSignature(n)), "expired_r": In(n),
-            "stages": Out(LaneStages(n, ENGINE_STAGES)),
-            "rd": Out(SlotReadSignature(n, word_layout)),
-            "wr": Out(SlotWriteSignature(n, word_layout)),
-            "tenant": Out(12), "weight": In(8),
-            "wb": Out(engine_writeback(n, cleft_bits)),
-            "stat_lease_expired": Out(32),
-        })
+        super().__init__(
+            {
+                "op": In(EngineOpSignature(n)),
+                "expired_r": In(n),
+                "stages": Out(LaneStages(n, ENGINE_STAGES)),
+                "rd": Out(SlotReadSignature(n, word_layout)),
+                "wr": Out(SlotWriteSignature(n, word_layout)),
+                "tenant": Out(12),
+                "weight": In(8),
+                "wb": Out(engine_writeback(n, cleft_bits)),
+                "stat_lease_expired": Out(32),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -51,12 +64,11 @@ class EngineLane(wiring.Component):
         ehit = [None] + [Signal(name=f"e{k}_hit") for k in range(1, PE + 1)]
         eidx = [None] + [Signal(SB, name=f"e{k}_idx") for k in range(1, PE + 1)]
         m.d.sync += [ev[0].eq(op.go), eoh[0].eq(op.tgt), ekind[1].eq(op.kind), ehit[1].eq(op.hit)]
-        m.d.sync += eidx[1].eq(encode(op.tgt, SB))     # with eoh[0] (= op.tgt, registered)
+        m.d.sync += eidx[1].eq(encode(op.tgt, SB))  # with eoh[0] (= op.tgt, registered)
         for k in range(1, PE):
             m.d.sync += [ev[k].eq(ev[k - 1]), eoh[k].eq(eoh[k - 1])]
         for k in range(2, PE + 1):
-            m.d.sync += [ekind[k].eq(ekind[k - 1]), ehit[k].eq(ehit[k - 1]),
-                         eidx[k].eq(eidx[k - 1])]
+            m.d.sync += [ekind[k].eq(ekind[k - 1]), ehit[k].eq(ehit[k - 1]), eidx[k].eq(eidx[k - 1])]
         # An expiry takes effect only if its slot is still expired, seen at stage 2 (from
         # a register a clock old): the slot is the lane's alone from its entry on, and
         # the last write-back of another operation on it was at the latest in the clock
@@ -91,9 +103,14 @@ class EngineLane(wiring.Component):
         cl1_4 = Signal(signed(cw + 1))
         pcl4, ncl4 = Signal(cw), Signal(cw)
         er4 = Signal(slot_l)
-        m.d.sync += [e_quota4.eq(self.weight), unacked4.eq(er3.gseq - sreq[3].seq),
-                     cl1_4.eq(er3.cleft - arr_c3), pcl4.eq(pos(er3.cleft)),
-                     ncl4.eq(pos(-er3.cleft)), er4.eq(er3)]
+        m.d.sync += [
+            e_quota4.eq(self.weight),
+            unacked4.eq(er3.gseq - sreq[3].seq),
+            cl1_4.eq(er3.cleft - arr_c3),
+            pcl4.eq(pos(er3.cleft)),
+            ncl4.eq(pos(-er3.cleft)),
+            er4.eq(er3),
+        ]
 
         # e4. REQUEST: demand = backlog minus the containers granted that the source had
         # not yet seen when it sent it: at most those in flight or completed since the
@@ -121,9 +138,16 @@ class EngineLane(wiring.Component):
         # may have been sent before the source saw them too): at most unacked - in flight.
         u_small5 = Signal(range(8))
         m.d.sync += u_small5.eq(Mux(unacked4 > 7, 7, unacked4))
-        m.d.sync += [resync5.eq(unacked4 > seen4), covered5.eq(unack_c * G),
-                     cl1c5.eq(Mux(cl1_4 < -DEBT_MAX, -DEBT_MAX, cl1_4)), a_infl5.eq(a_infl),
-                     e_quota5.eq(e_quota4), pcl5.eq(pcl4), ncl5.eq(ncl4), er5.eq(er4)]
+        m.d.sync += [
+            resync5.eq(unacked4 > seen4),
+            covered5.eq(unack_c * G),
+            cl1c5.eq(Mux(cl1_4 < -DEBT_MAX, -DEBT_MAX, cl1_4)),
+            a_infl5.eq(a_infl),
+            e_quota5.eq(e_quota4),
+            pcl5.eq(pcl4),
+            ncl5.eq(ncl4),
+            er5.eq(er4),
+        ]
 
         # e5.
         keep5 = Signal(range(K * G + 1))
@@ -135,18 +159,31 @@ class EngineLane(wiring.Component):
         rc_keep6 = Signal(2)
         u_left5 = Signal(signed(4))
         m.d.comb += u_left5.eq(u_small5 - er5.inflight)
-        m.d.sync += rc_keep6.eq(Mux(resync5 | (u_left5 <= 0), 0,
-                                    Mux(u_left5 < er5.rc, u_left5, er5.rc)))
-        c6 = dict(quota=Signal(8), resync=Signal(), cl1c=Signal(signed(cw)),
-                  a_infl=Signal(range(K + 1)), pcl=Signal(cw), ncl=Signal(cw))
+        m.d.sync += rc_keep6.eq(Mux(resync5 | (u_left5 <= 0), 0, Mux(u_left5 < er5.rc, u_left5, er5.rc)))
+        c6 = dict(
+            quota=Signal(8),
+            resync=Signal(),
+            cl1c=Signal(signed(cw)),
+            a_infl=Signal(range(K + 1)),
+            pcl=Signal(cw),
+            ncl=Signal(cw),
+        )
         er6 = Signal(slot_l)
         m.d.sync += [
             dem_r6.eq(Mux(sreq[5].backlog > covered5, sreq[5].backlog - covered5, 0)),
-            dem_nz6.eq(sreq[5].backlog > covered5), bl_nz6.eq(sreq[5].backlog != 0),
+            dem_nz6.eq(sreq[5].backlog > covered5),
+            bl_nz6.eq(sreq[5].backlog != 0),
             er_dem_nz6.eq(er5.demand != 0),
-            pc1_6.eq(pos(cl1c5)), nc1_6.eq(pos(-cl1c5)), gt6.eq(cl1c5 > keep5),
-            c6["quota"].eq(e_quota5), c6["resync"].eq(resync5), c6["cl1c"].eq(cl1c5),
-            c6["a_infl"].eq(a_infl5), c6["pcl"].eq(pcl5), c6["ncl"].eq(ncl5), er6.eq(er5),
+            pc1_6.eq(pos(cl1c5)),
+            nc1_6.eq(pos(-cl1c5)),
+            gt6.eq(cl1c5 > keep5),
+            c6["quota"].eq(e_quota5),
+            c6["resync"].eq(resync5),
+            c6["cl1c"].eq(cl1c5),
+            c6["a_infl"].eq(a_infl5),
+            c6["pcl"].eq(pcl5),
+            c6["ncl"].eq(ncl5),
+            er6.eq(er5),
         ]
 
         # e6. Credit beyond the containers still expected (the queue ran dry) is
@@ -164,9 +201,16 @@ class EngineLane(wiring.Component):
         rc_keep7 = Signal(2)
         m.d.sync += rc_keep7.eq(rc_keep6)
         er7 = Signal(slot_l)
-        m.d.sync += [cl2_7.eq(Mux(cut, keep6, c6["cl1c"])), pcl2_7.eq(Mux(cut, keep6, pc1_6)),
-                     debt_inc7.eq(nc1_6 - c6["ncl"]), dem_r7.eq(dem_r6), er7.eq(er6),
-                     dem_nz7.eq(dem_nz6), bl_nz7.eq(bl_nz6), er_dem_nz7.eq(er_dem_nz6)]
+        m.d.sync += [
+            cl2_7.eq(Mux(cut, keep6, c6["cl1c"])),
+            pcl2_7.eq(Mux(cut, keep6, pc1_6)),
+            debt_inc7.eq(nc1_6 - c6["ncl"]),
+            dem_r7.eq(dem_r6),
+            er7.eq(er6),
+            dem_nz7.eq(dem_nz6),
+            bl_nz7.eq(bl_nz6),
+            er_dem_nz7.eq(er_dem_nz6),
+        ]
         m.d.sync += [c7[k].eq(v) for k, v in c6.items()]
 
         # e7. The new word.
@@ -174,18 +218,26 @@ class EngineLane(wiring.Component):
         e_rel = Signal(cw)
         m.d.comb += e_new.eq(er7)
         dem_a = Signal(16)
-        m.d.comb += dem_a.eq(Mux(debt_inc7 > 0,
-                                 Mux(er7.demand > debt_inc7, er7.demand - debt_inc7, 0),
-                                 er7.demand))
+        m.d.comb += dem_a.eq(
+            Mux(debt_inc7 > 0, Mux(er7.demand > debt_inc7, er7.demand - debt_inc7, 0), er7.demand)
+        )
         with m.Switch(ekind[7]):
             with m.Case(OP_REQ):
-                m.d.comb += [e_new.tc.eq(sreq[7].tc), e_new.tenant.eq(sreq[7].tenant),
-                             e_new.src_node.eq(sreq[7].src_node), e_new.dgsq.eq(sreq[7].dgsq),
-                             e_new.rc.eq(Mux(ehit[7], rc_keep7, 0))]
+                m.d.comb += [
+                    e_new.tc.eq(sreq[7].tc),
+                    e_new.tenant.eq(sreq[7].tenant),
+                    e_new.src_node.eq(sreq[7].src_node),
+                    e_new.dgsq.eq(sreq[7].dgsq),
+                    e_new.rc.eq(Mux(ehit[7], rc_keep7, 0)),
+                ]
                 with m.If(~ehit[7]):
-                    m.d.comb += [e_new.demand.eq(sreq[7].backlog), e_new.inflight.eq(0),
-                                 e_new.cleft.eq(0), e_new.gseq.eq(sreq[7].seq),
-                                 e_new.quota.eq(c7["quota"])]
+                    m.d.comb += [
+                        e_new.demand.eq(sreq[7].backlog),
+                        e_new.inflight.eq(0),
+                        e_new.cleft.eq(0),
+                        e_new.gseq.eq(sreq[7].seq),
+                        e_new.quota.eq(c7["quota"]),
+                    ]
                 with m.Else():
                     m.d.comb += e_new.demand.eq(dem_r7)
                     with m.If(c7["resync"]):
@@ -194,8 +246,12 @@ class EngineLane(wiring.Component):
                         # forget the debt (containers may come that it would have paid).
                         m.d.comb += [e_new.gseq.eq(sreq[7].seq), e_new.cleft.eq(c7["pcl"])]
             with m.Case(OP_ARR):
-                m.d.comb += [e_new.cleft.eq(cl2_7), e_new.inflight.eq(c7["a_infl"]),
-                             e_new.demand.eq(dem_a), e_rel.eq(c7["pcl"] - pcl2_7)]
+                m.d.comb += [
+                    e_new.cleft.eq(cl2_7),
+                    e_new.inflight.eq(c7["a_infl"]),
+                    e_new.demand.eq(dem_a),
+                    e_rel.eq(c7["pcl"] - pcl2_7),
+                ]
                 with m.If(slast[7] & (er7.rc != 3)):
                     m.d.comb += e_new.rc.eq(er7.rc + 1)
             with m.Case(OP_EXP):
@@ -213,19 +269,36 @@ class EngineLane(wiring.Component):
         ew8 = Signal(slot_l)
         e_rel8 = Signal(cw)
         e_dem8, e_infl8, e_lt8 = Signal(), Signal(), Signal()
-        m.d.sync += [ew8.eq(e_new), e_rel8.eq(e_rel), e_dem8.eq(e_dem_n),
-                     e_infl8.eq(e_new.inflight != 0), e_lt8.eq(e_new.inflight < K)]
+        m.d.sync += [
+            ew8.eq(e_new),
+            e_rel8.eq(e_rel),
+            e_dem8.eq(e_dem_n),
+            e_infl8.eq(e_new.inflight != 0),
+            e_lt8.eq(e_new.inflight < K),
+        ]
         with m.If(ev[PE - 1] & (ekind[PE] == OP_EXP) & xlive[8]):
             m.d.sync += self.stat_lease_expired.eq(self.stat_lease_expired + 1)
 
         # e8. Write-back.
         e_wb = ev[PE - 1]
-        m.d.comb += [self.wr.en.eq(e_wb), self.wr.addr.eq(eidx[PE]), self.wr.oh.eq(eoh[PE - 1]),
-                     self.wr.data.eq(ew8)]
+        m.d.comb += [
+            self.wr.en.eq(e_wb),
+            self.wr.addr.eq(eidx[PE]),
+            self.wr.oh.eq(eoh[PE - 1]),
+            self.wr.data.eq(ew8),
+        ]
         wb = self.wb
-        m.d.comb += [wb.en.eq(e_wb), wb.oh.eq(eoh[PE - 1]), wb.live.eq(e_dem8 | e_infl8),
-                     wb.elig.eq(e_dem8 & e_lt8), wb.infl.eq(e_infl8),
-                     wb.req.eq(ekind[PE] == OP_REQ), wb.hit.eq(ehit[PE]), wb.tc.eq(ew8.tc),
-                     wb.q1.eq(ew8.quota == 1),
-                     wb.restart.eq((ekind[PE] != OP_REQ) | ~ehit[PE]), wb.release.eq(e_rel8)]
+        m.d.comb += [
+            wb.en.eq(e_wb),
+            wb.oh.eq(eoh[PE - 1]),
+            wb.live.eq(e_dem8 | e_infl8),
+            wb.elig.eq(e_dem8 & e_lt8),
+            wb.infl.eq(e_infl8),
+            wb.req.eq(ekind[PE] == OP_REQ),
+            wb.hit.eq(ehit[PE]),
+            wb.tc.eq(ew8.tc),
+            wb.q1.eq(ew8.quota == 1),
+            wb.restart.eq((ekind[PE] != OP_REQ) | ~ehit[PE]),
+            wb.release.eq(e_rel8),
+        ]
         return m

@@ -1,5 +1,6 @@
 """GrantArbiter: the DGSQ grant scheduler of one egress port (brief section 4), the top
 that joins its parts."""
+
 from amaranth import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, flipped
@@ -15,8 +16,16 @@ from .grant_output import GrantOutput
 from .lease import LeaseTimers
 from .occupancy import LaneOccupancy
 from .pick import Pick
-from .records import (DEBT_MAX, ENGINE_STAGES, GRANT_STAGES, arrival_layout, cfg_layout,
-                      grant_layout, request_layout, slot_layout)
+from .records import (
+    DEBT_MAX,
+    ENGINE_STAGES,
+    GRANT_STAGES,
+    arrival_layout,
+    cfg_layout,
+    grant_layout,
+    request_layout,
+    slot_layout,
+)
 from .slot_flags import SlotFlags
 from .slot_store import SlotStore
 from .weights import WeightTable
@@ -73,13 +82,20 @@ class GrantArbiter(wiring.Component):
     at least 4 eligible slots; a single requester is granted at most every 8 clocks.
     """
 
-    def __init__(self, n_req=64, buffer_credits=1024, grant_credits=CONTAINER_BYTES // CREDIT_UNIT_BYTES,
-                 max_inflight=2, n_tenants=16, lease_cycles=8192):
+    def __init__(
+        self,
+        n_req=64,
+        buffer_credits=1024,
+        grant_credits=CONTAINER_BYTES // CREDIT_UNIT_BYTES,
+        max_inflight=2,
+        n_tenants=16,
+        lease_cycles=8192,
+    ):
         if n_req < 2:
             raise ValueError("n_req must be at least 2")
         if n_tenants < 1 or n_tenants & (n_tenants - 1):
             raise ValueError("n_tenants must be a power of two")
-        if not 1 <= grant_credits <= buffer_credits < 2 ** 16:
+        if not 1 <= grant_credits <= buffer_credits < 2**16:
             raise ValueError("need 1 <= grant_credits <= buffer_credits < 65536")
         if max_inflight < 1:
             raise ValueError("max_inflight must be >= 1")
@@ -93,21 +109,23 @@ class GrantArbiter(wiring.Component):
         self.lease_cycles = lease_cycles
         self.slot_bits = max(1, (n_req - 1).bit_length())
         self.tid_bits = max(1, (n_tenants - 1).bit_length())
-        super().__init__({
-            "s_req": In(stream.Signature(request_layout())),
-            "s_arr": In(stream.Signature(arrival_layout())),
-            "s_cfg": In(stream.Signature(cfg_layout(self.tid_bits))),
-            "m_grant": Out(stream.Signature(grant_layout(self.slot_bits))),
-            "egress_room": In(16),
-            "outstanding": Out(16),
-            "slots_used": Out(self.slot_bits + 1),
-            "stat_grants": Out(32),
-            "stat_requests": Out(32),
-            "stat_req_no_slot": Out(32),
-            "stat_arr_unknown": Out(32),
-            "stat_lease_expired": Out(32),
-            "stat_room_stall": Out(32),
-        })
+        super().__init__(
+            {
+                "s_req": In(stream.Signature(request_layout())),
+                "s_arr": In(stream.Signature(arrival_layout())),
+                "s_cfg": In(stream.Signature(cfg_layout(self.tid_bits))),
+                "m_grant": Out(stream.Signature(grant_layout(self.slot_bits))),
+                "egress_room": In(16),
+                "outstanding": Out(16),
+                "slots_used": Out(self.slot_bits + 1),
+                "stat_grants": Out(32),
+                "stat_requests": Out(32),
+                "stat_req_no_slot": Out(32),
+                "stat_arr_unknown": Out(32),
+                "stat_lease_expired": Out(32),
+                "stat_room_stall": Out(32),
+            }
+        )
         n, K, G = n_req, max_inflight, grant_credits
         self.cw = cw = max(K * G, DEBT_MAX).bit_length() + 2
         self.slot_l = slot_l = slot_layout(max(1, K.bit_length()), cw)
@@ -127,33 +145,52 @@ class GrantArbiter(wiring.Component):
         self.engine_lane = EngineLane(n, G, K, cw, slot_l)
         # Visible to the formal checks (tests/dgsq/test_dgsq_formal.py).
         self.valid = self.flags.valid
-        self.outst = self.credit.outst                  # counted (one clock behind)
-        self.outst_now = self.credit.outst_now          # incl. last clock's grant
-        self.g_fire = self.pick.fire                    # a grant decided this clock
-        self.g_sel = self.pick.sel                      # its slot (one-hot)
+        self.outst = self.credit.outst  # counted (one clock behind)
+        self.outst_now = self.credit.outst_now  # incl. last clock's grant
+        self.g_fire = self.pick.fire  # a grant decided this clock
+        self.g_sel = self.pick.sel  # its slot (one-hot)
         gl = self.grant_lane
-        self.chk_grant = gl.chk_grant                   # stage 3 reads a grant's slot word
-        self.chk_live = gl.chk_live                     # ... its slot is live
-        self.chk_demand = gl.chk_demand                 # ... its demand before the grant
+        self.chk_grant = gl.chk_grant  # stage 3 reads a grant's slot word
+        self.chk_live = gl.chk_live  # ... its slot is live
+        self.chk_demand = gl.chk_demand  # ... its demand before the grant
         self.chk_inflight = gl.chk_inflight
-        self.gv = gl.stages.v                           # grant lane: stage k+1 holds a grant
+        self.gv = gl.stages.v  # grant lane: stage k+1 holds a grant
         self.goh = [gl.stages.oh[k] for k in range(GRANT_STAGES)]
-        self.ev = self.engine_lane.stages.v             # engine lane
+        self.ev = self.engine_lane.stages.v  # engine lane
         self.eoh = [self.engine_lane.stages.oh[k] for k in range(ENGINE_STAGES)]
         #: (valid, slot one-hot) of every stage of both lanes
-        self.pipe = ([(self.gv[k], self.goh[k]) for k in range(GRANT_STAGES)]
-                     + [(self.ev[k], self.eoh[k]) for k in range(ENGINE_STAGES)])
+        self.pipe = [(self.gv[k], self.goh[k]) for k in range(GRANT_STAGES)] + [
+            (self.ev[k], self.eoh[k]) for k in range(ENGINE_STAGES)
+        ]
 
     def elaborate(self, platform):
         m = Module()
-        parts = ("weights", "flags", "cam", "lease", "slot_store", "occupancy", "pick",
-                 "credit", "grant_lane", "grant_output", "arrivals", "engine", "engine_lane")
+        parts = (
+            "weights",
+            "flags",
+            "cam",
+            "lease",
+            "slot_store",
+            "occupancy",
+            "pick",
+            "credit",
+            "grant_lane",
+            "grant_output",
+            "arrivals",
+            "engine",
+            "engine_lane",
+        )
         for name in parts:
             m.submodules[name] = getattr(self, name)
         weights, flags, cam, lease = self.weights, self.flags, self.cam, self.lease
         store, occ, pick, credit = self.slot_store, self.occupancy, self.pick, self.credit
-        glane, gout, arr, eng, elane = (self.grant_lane, self.grant_output, self.arrivals,
-                                        self.engine, self.engine_lane)
+        glane, gout, arr, eng, elane = (
+            self.grant_lane,
+            self.grant_output,
+            self.arrivals,
+            self.engine,
+            self.engine_lane,
+        )
 
         # Streams: the block's ports and the records passed between parts.
         wiring.connect(m, flipped(self.s_cfg), weights.s_cfg)
@@ -175,36 +212,66 @@ class GrantArbiter(wiring.Component):
 
         m.d.comb += [
             # Weight lookups of the lanes.
-            weights.g_tenant.eq(glane.tenant), glane.weight.eq(weights.g_weight),
+            weights.g_tenant.eq(glane.tenant),
+            glane.weight.eq(weights.g_weight),
             glane.weight_is_1.eq(weights.g_weight_is_1),
-            weights.e_tenant.eq(elane.tenant), elane.weight.eq(weights.e_weight),
+            weights.e_tenant.eq(elane.tenant),
+            elane.weight.eq(weights.e_weight),
             # The pick: flags, mask, credit gate.
-            pick.valid.eq(flags.valid), pick.elig.eq(flags.elig), pick.inq.eq(flags.inq),
-            pick.exh.eq(flags.exh), pick.tc_oh.eq(flags.tc_oh), pick.mask_pre.eq(occ.mask_pre),
-            pick.dec_ok.eq(credit.dec_ok), pick.room_ok.eq(credit.room_ok),
-            credit.egress_room.eq(self.egress_room), credit.fired.eq(glane.stages.v[0]),
-            credit.class_any.eq(pick.class_any), credit.fifo_room.eq(gout.fifo_room),
+            pick.valid.eq(flags.valid),
+            pick.elig.eq(flags.elig),
+            pick.inq.eq(flags.inq),
+            pick.exh.eq(flags.exh),
+            pick.tc_oh.eq(flags.tc_oh),
+            pick.mask_pre.eq(occ.mask_pre),
+            pick.dec_ok.eq(credit.dec_ok),
+            pick.room_ok.eq(credit.room_ok),
+            credit.egress_room.eq(self.egress_room),
+            credit.fired.eq(glane.stages.v[0]),
+            credit.class_any.eq(pick.class_any),
+            credit.fifo_room.eq(gout.fifo_room),
             gout.reserve.eq(glane.stages.v[0]),
             # The grant lane.
-            glane.fire.eq(pick.fire), glane.sel.eq(pick.sel), glane.idx.eq(pick.idx),
-            glane.exh.eq(flags.exh), glane.fresh.eq(flags.fresh), glane.valid.eq(flags.valid),
+            glane.fire.eq(pick.fire),
+            glane.sel.eq(pick.sel),
+            glane.idx.eq(pick.idx),
+            glane.exh.eq(flags.exh),
+            glane.fresh.eq(flags.fresh),
+            glane.valid.eq(flags.valid),
             # The pick's round bookkeeping and the engine's claims, into the flags.
-            flags.new_round.eq(pick.new_round), flags.round_slots.eq(pick.round_slots),
-            flags.picked.eq(glane.stages.v[0]), flags.picked_oh.eq(glane.stages.oh[0]),
-            flags.claim_en.eq(eng.claim_en), flags.claim_oh.eq(eng.e_tgt),
+            flags.new_round.eq(pick.new_round),
+            flags.round_slots.eq(pick.round_slots),
+            flags.picked.eq(glane.stages.v[0]),
+            flags.picked_oh.eq(glane.stages.oh[0]),
+            flags.claim_en.eq(eng.claim_en),
+            flags.claim_oh.eq(eng.e_tgt),
             # The engine, its CAM and the lease timers.
-            cam.wr_en.eq(eng.claim_en), cam.wr_oh.eq(eng.e_tgt),
-            cam.wr_src.eq(eng.op.req.src_node), cam.wr_dgsq.eq(eng.op.req.dgsq),
-            cam.key.eq(eng.key), cam.key_n.eq(eng.key_n), cam.valid.eq(flags.valid),
-            eng.cam_lo.eq(cam.lo), eng.cam_hi.eq(cam.hi), eng.valid.eq(flags.valid),
-            eng.exp_oh.eq(lease.exp_oh), eng.exp_any.eq(lease.exp_any),
-            eng.busy_next.eq(occ.busy_next), arr.engine_busy.eq(eng.a_busy),
-            occ.e_v.eq(eng.e_v), occ.e_tgt.eq(eng.e_tgt), occ.b_cands.eq(eng.b_cands),
-            lease.valid.eq(flags.valid), lease.inflnz.eq(flags.inflnz), lease.busy.eq(occ.busy),
+            cam.wr_en.eq(eng.claim_en),
+            cam.wr_oh.eq(eng.e_tgt),
+            cam.wr_src.eq(eng.op.req.src_node),
+            cam.wr_dgsq.eq(eng.op.req.dgsq),
+            cam.key.eq(eng.key),
+            cam.key_n.eq(eng.key_n),
+            cam.valid.eq(flags.valid),
+            eng.cam_lo.eq(cam.lo),
+            eng.cam_hi.eq(cam.hi),
+            eng.valid.eq(flags.valid),
+            eng.exp_oh.eq(lease.exp_oh),
+            eng.exp_any.eq(lease.exp_any),
+            eng.busy_next.eq(occ.busy_next),
+            arr.engine_busy.eq(eng.a_busy),
+            occ.e_v.eq(eng.e_v),
+            occ.e_tgt.eq(eng.e_tgt),
+            occ.b_cands.eq(eng.b_cands),
+            lease.valid.eq(flags.valid),
+            lease.inflnz.eq(flags.inflnz),
+            lease.busy.eq(occ.busy),
             elane.expired_r.eq(lease.expired_r),
             # Outputs.
-            self.outstanding.eq(credit.outst_now), self.slots_used.eq(flags.slots_used),
-            self.stat_grants.eq(pick.stat_grants), self.stat_room_stall.eq(pick.stat_room_stall),
+            self.outstanding.eq(credit.outst_now),
+            self.slots_used.eq(flags.slots_used),
+            self.stat_grants.eq(pick.stat_grants),
+            self.stat_room_stall.eq(pick.stat_room_stall),
             self.stat_requests.eq(eng.stat_requests),
             self.stat_req_no_slot.eq(eng.stat_req_no_slot),
             self.stat_arr_unknown.eq(eng.stat_arr_unknown),

@@ -1,4 +1,5 @@
 """The grant arbiter's grant lane: read-modify-write of each granted slot."""
+
 from amaranth import Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -32,18 +33,28 @@ class GrantLane(wiring.Component):
         self.n, self.grant_credits, self.max_inflight = n, grant_credits, max_inflight
         self.cw, self.word_layout = cleft_bits, word_layout
         self.slot_bits = max(1, (n - 1).bit_length())
-        super().__init__({
-            "fire": In(1), "sel": In(n), "idx": In(self.slot_bits),
-            "exh": In(n), "fresh": In(n), "valid": In(n),
-            "stages": Out(LaneStages(n, GRANT_STAGES)),
-            "rd": Out(SlotReadSignature(n, word_layout)),
-            "wr": Out(SlotWriteSignature(n, word_layout)),
-            "tenant": Out(12), "weight": In(8), "weight_is_1": In(1),
-            "m_grant": Out(stream.Signature(grant_layout(self.slot_bits))),
-            "wb": Out(grant_writeback(n, grant_credits)),
-            "chk_grant": Out(1), "chk_live": Out(1), "chk_demand": Out(16),
-            "chk_inflight": Out(range(max_inflight + 1)),
-        })
+        super().__init__(
+            {
+                "fire": In(1),
+                "sel": In(n),
+                "idx": In(self.slot_bits),
+                "exh": In(n),
+                "fresh": In(n),
+                "valid": In(n),
+                "stages": Out(LaneStages(n, GRANT_STAGES)),
+                "rd": Out(SlotReadSignature(n, word_layout)),
+                "wr": Out(SlotWriteSignature(n, word_layout)),
+                "tenant": Out(12),
+                "weight": In(8),
+                "weight_is_1": In(1),
+                "m_grant": Out(stream.Signature(grant_layout(self.slot_bits))),
+                "wb": Out(grant_writeback(n, grant_credits)),
+                "chk_grant": Out(1),
+                "chk_live": Out(1),
+                "chk_demand": Out(16),
+                "chk_inflight": Out(range(max_inflight + 1)),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -74,9 +85,15 @@ class GrantLane(wiring.Component):
         # g4 the quota this grant starts from, g5 the quota after it.
         wt4 = Signal(8)
         g_exh4, g_fresh4 = Signal(), Signal()
-        m.d.sync += [g_nonneg4.eq(gr3.cleft >= 0), g_ltmg4.eq(gr3.cleft < -G),
-                     gr4.eq(gr3), gr4.cleft.eq(gr3.cleft + G),
-                     wt4.eq(wt_g), g_exh4.eq(g_exh3), g_fresh4.eq(g_fresh3)]
+        m.d.sync += [
+            g_nonneg4.eq(gr3.cleft >= 0),
+            g_ltmg4.eq(gr3.cleft < -G),
+            gr4.eq(gr3),
+            gr4.cleft.eq(gr3.cleft + G),
+            wt4.eq(wt_g),
+            g_exh4.eq(g_exh3),
+            g_fresh4.eq(g_fresh3),
+        ]
         wt5 = Signal(8)
         g_exh5 = Signal()
         m.d.sync += [wt5.eq(wt4), g_exh5.eq(g_exh4)]
@@ -91,11 +108,22 @@ class GrantLane(wiring.Component):
         gout = self.m_grant.payload
         g_seq3 = Signal(SEQ_BITS)
         m.d.comb += g_seq3.eq(gr3.gseq + 1)
-        m.d.comb += [gout.slot.eq(gidx[3]), gout.src_node.eq(gr3.src_node),
-                     gout.dgsq.eq(gr3.dgsq), gout.tc.eq(gr3.tc), gout.tenant.eq(gr3.tenant),
-                     gout.seq.eq(g_seq3), gout.credit.eq(G), self.m_grant.valid.eq(gv[2])]
-        m.d.comb += [self.chk_grant.eq(gv[2]), self.chk_live.eq(and_or(goh[2], self.valid)),
-                     self.chk_demand.eq(gr3.demand), self.chk_inflight.eq(gr3.inflight)]
+        m.d.comb += [
+            gout.slot.eq(gidx[3]),
+            gout.src_node.eq(gr3.src_node),
+            gout.dgsq.eq(gr3.dgsq),
+            gout.tc.eq(gr3.tc),
+            gout.tenant.eq(gr3.tenant),
+            gout.seq.eq(g_seq3),
+            gout.credit.eq(G),
+            self.m_grant.valid.eq(gv[2]),
+        ]
+        m.d.comb += [
+            self.chk_grant.eq(gv[2]),
+            self.chk_live.eq(and_or(goh[2], self.valid)),
+            self.chk_demand.eq(gr3.demand),
+            self.chk_inflight.eq(gr3.inflight),
+        ]
 
         # g4. Credit that repays overrun debt serves no backlog; a grant whose credit
         # only repays debt brings no container.
@@ -107,13 +135,14 @@ class GrantLane(wiring.Component):
             g_eff5.eq(Mux(g_nonneg4, G, Mux(g_ltmg4, 0, g_plus4))),
             g_repay5.eq(Mux(g_nonneg4, 0, Mux(g_ltmg4, G, G - g_plus4))),
             g_brings5.eq(~g_ltmg4 & (g_plus4 != 0)),
-            gr5.eq(gr4), gr5.quota.eq(Mux(g_fresh4, wt4, gr4.quota)),   # the quota it starts from
+            gr5.eq(gr4),
+            gr5.quota.eq(Mux(g_fresh4, wt4, gr4.quota)),  # the quota it starts from
         ]
 
         # g5. The new word.
         gw6 = Signal(slot_l)
         g_rel6 = Signal(range(G + 1))
-        g_idle6 = Signal()          # a grant from idle: the lease starts
+        g_idle6 = Signal()  # a grant from idle: the lease starts
         g_elig6, g_infl6 = Signal(), Signal()
         m.d.sync += [
             gw6.eq(gr5),
@@ -125,15 +154,27 @@ class GrantLane(wiring.Component):
             gw6.rc.eq(Mux(~g_brings5 & (gr5.rc != 3), gr5.rc + 1, gr5.rc)),
             gw6.gseq.eq(gr5.gseq + 1),
             gw6.quota.eq(Mux(g_exh5, wt5, gr5.quota - 1)),
-            g_rel6.eq(g_repay5), g_idle6.eq(gr5.inflight == 0),
+            g_rel6.eq(g_repay5),
+            g_idle6.eq(gr5.inflight == 0),
         ]
 
         # g6. Write-back.
         g_wb = gv[PG - 1]
-        m.d.comb += [self.wr.en.eq(g_wb), self.wr.addr.eq(gidx[PG]), self.wr.oh.eq(goh[PG - 1]),
-                     self.wr.data.eq(gw6)]
+        m.d.comb += [
+            self.wr.en.eq(g_wb),
+            self.wr.addr.eq(gidx[PG]),
+            self.wr.oh.eq(goh[PG - 1]),
+            self.wr.data.eq(gw6),
+        ]
         wb = self.wb
-        m.d.comb += [wb.en.eq(g_wb), wb.oh.eq(goh[PG - 1]), wb.elig.eq(g_elig6),
-                     wb.infl.eq(g_infl6), wb.qlast.eq(gw6.quota == 1), wb.w1.eq(g_w1[6]),
-                     wb.idle.eq(g_idle6), wb.release.eq(g_rel6)]
+        m.d.comb += [
+            wb.en.eq(g_wb),
+            wb.oh.eq(goh[PG - 1]),
+            wb.elig.eq(g_elig6),
+            wb.infl.eq(g_infl6),
+            wb.qlast.eq(gw6.quota == 1),
+            wb.w1.eq(g_w1[6]),
+            wb.idle.eq(g_idle6),
+            wb.release.eq(g_rel6),
+        ]
         return m

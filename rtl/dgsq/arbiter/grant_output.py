@@ -1,4 +1,5 @@
 """The grant arbiter's GRANT output: an 8-entry FIFO with reservations."""
+
 from amaranth import Module, Signal
 from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -24,21 +25,28 @@ class GrantOutput(wiring.Component):
     """
 
     def __init__(self, slot_bits):
-        super().__init__({
-            "s_grant": In(stream.Signature(grant_layout(slot_bits))),
-            "m_grant": Out(stream.Signature(grant_layout(slot_bits))),
-            "reserve": In(1), "fifo_room": Out(1),
-        })
+        super().__init__(
+            {
+                "s_grant": In(stream.Signature(grant_layout(slot_bits))),
+                "m_grant": Out(stream.Signature(grant_layout(slot_bits))),
+                "reserve": In(1),
+                "fifo_room": Out(1),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
         out_fifo = m.submodules.out_fifo = fifo.SyncFIFOBuffered(
-            width=len(self.m_grant.payload.as_value()), depth=FIFO_DEPTH)
-        m.d.comb += [out_fifo.w_data.eq(self.s_grant.payload), out_fifo.w_en.eq(self.s_grant.valid),
-                     self.s_grant.ready.eq(out_fifo.w_rdy),
-                     self.m_grant.payload.eq(out_fifo.r_data),
-                     self.m_grant.valid.eq(out_fifo.r_rdy),
-                     out_fifo.r_en.eq(self.m_grant.ready)]
+            width=len(self.m_grant.payload.as_value()), depth=FIFO_DEPTH
+        )
+        m.d.comb += [
+            out_fifo.w_data.eq(self.s_grant.payload),
+            out_fifo.w_en.eq(self.s_grant.valid),
+            self.s_grant.ready.eq(out_fifo.w_rdy),
+            self.m_grant.payload.eq(out_fifo.r_data),
+            self.m_grant.valid.eq(out_fifo.r_rdy),
+            out_fifo.r_en.eq(self.m_grant.ready),
+        ]
         # Reservations: one per grant decided, returned as grants leave.
         fcred = Signal(range(FIFO_DEPTH + 1), init=FIFO_DEPTH)
         rd = Signal()

@@ -1,4 +1,5 @@
 """The grant arbiter's lease timers: per-slot ages and the expiry candidate."""
+
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -29,12 +30,18 @@ class LeaseTimers(wiring.Component):
 
     def __init__(self, n, lease_cycles, grant_credits, cleft_bits):
         self.n, self.lease_cycles = n, lease_cycles
-        super().__init__({
-            "valid": In(n), "inflnz": In(n), "busy": In(n),
-            "g_wb": In(grant_writeback(n, grant_credits)),
-            "e_wb": In(engine_writeback(n, cleft_bits)),
-            "expired_r": Out(n), "exp_oh": Out(n), "exp_any": Out(1),
-        })
+        super().__init__(
+            {
+                "valid": In(n),
+                "inflnz": In(n),
+                "busy": In(n),
+                "g_wb": In(grant_writeback(n, grant_credits)),
+                "e_wb": In(engine_writeback(n, cleft_bits)),
+                "expired_r": Out(n),
+                "exp_oh": Out(n),
+                "exp_any": Out(1),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -55,8 +62,7 @@ class LeaseTimers(wiring.Component):
                 m.d.sync += age[i].eq(age[i] + 1)
 
         expired = Signal(n)
-        m.d.comb += expired.eq(Cat((age[i] == AGE_MAX) for i in range(n))
-                               & self.inflnz & self.valid)
+        m.d.comb += expired.eq(Cat((age[i] == AGE_MAX) for i in range(n)) & self.inflnz & self.valid)
         expired_r = self.expired_r
         m.d.sync += expired_r.eq(expired)
         XG = 16
@@ -65,10 +71,13 @@ class LeaseTimers(wiring.Component):
         xcand = Signal(n)
         m.d.comb += xcand.eq(expired_r & ~self.busy)
         for k, grp in enumerate(xgroups):
-            v = xcand[grp.start:grp.stop]
-            m.d.sync += [xg_oh[grp.start:grp.stop].eq(onehot_first(v)), xg_any[k].eq(v.any())]
+            v = xcand[grp.start : grp.stop]
+            m.d.sync += [xg_oh[grp.start : grp.stop].eq(onehot_first(v)), xg_any[k].eq(v.any())]
         first_g = onehot_first(xg_any)
-        m.d.sync += [self.exp_oh.eq(Cat(Mux(first_g[k], xg_oh[grp.start:grp.stop], 0)
-                                        for k, grp in enumerate(xgroups))),
-                     self.exp_any.eq(xg_any.any())]
+        m.d.sync += [
+            self.exp_oh.eq(
+                Cat(Mux(first_g[k], xg_oh[grp.start : grp.stop], 0) for k, grp in enumerate(xgroups))
+            ),
+            self.exp_any.eq(xg_any.any()),
+        ]
         return m

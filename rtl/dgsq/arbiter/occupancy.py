@@ -1,4 +1,5 @@
 """Which slots have an operation in flight: the lanes' stages OR-ed into slot sets."""
+
 from amaranth import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -33,11 +34,18 @@ class LaneOccupancy(wiring.Component):
     """
 
     def __init__(self, n, grant_stages, engine_stages):
-        super().__init__({
-            "g": In(LaneStages(n, grant_stages)), "e": In(LaneStages(n, engine_stages)),
-            "e_v": In(1), "e_tgt": In(n), "b_cands": In(n),
-            "busy": Out(n), "busy_next": Out(n), "mask_pre": Out(n),
-        })
+        super().__init__(
+            {
+                "g": In(LaneStages(n, grant_stages)),
+                "e": In(LaneStages(n, engine_stages)),
+                "e_v": In(1),
+                "e_tgt": In(n),
+                "b_cands": In(n),
+                "busy": Out(n),
+                "busy_next": Out(n),
+                "mask_pre": Out(n),
+            }
+        )
         self.n, self.pg, self.pe = n, grant_stages, engine_stages
 
     def elaborate(self, platform):
@@ -46,11 +54,17 @@ class LaneOccupancy(wiring.Component):
 
         def stages(lane, ks):
             return [Mux(lane.v[k], lane.oh[k], 0) for k in ks]
+
         m.d.sync += [
             self.busy.eq(or_all(stages(self.g, range(PG - 1)) + stages(self.e, range(PE - 1)), n)),
-            self.busy_next.eq(or_all(stages(self.g, range(PG - 2))
-                                     + stages(self.e, range(PE - 2)), n)),
+            self.busy_next.eq(or_all(stages(self.g, range(PG - 2)) + stages(self.e, range(PE - 2)), n)),
         ]
-        m.d.comb += self.mask_pre.eq(or_all(stages(self.g, range(PG)) + stages(self.e, range(PE))
-                                            + [Mux(self.e_v, self.e_tgt, 0), self.b_cands], n))
+        m.d.comb += self.mask_pre.eq(
+            or_all(
+                stages(self.g, range(PG))
+                + stages(self.e, range(PE))
+                + [Mux(self.e_v, self.e_tgt, 0), self.b_cands],
+                n,
+            )
+        )
         return m

@@ -1,4 +1,5 @@
 """The grant arbiter's per-slot flip-flops: what the pick needs of every slot at once."""
+
 from amaranth import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
@@ -33,24 +34,34 @@ class SlotFlags(wiring.Component):
 
     def __init__(self, n, grant_credits, cleft_bits):
         self.n = n
-        super().__init__({
-            "valid": Out(n), "elig": Out(n), "inq": Out(n), "fresh": Out(n),
-            "exh": Out(n), "inflnz": Out(n),
-            "tc_oh": Out(data.ArrayLayout(N_CLASSES, n)),
-            "slots_used": Out(max(1, (n - 1).bit_length()) + 1),
-            "new_round": In(1), "round_slots": In(n), "picked": In(1), "picked_oh": In(n),
-            "claim_en": In(1), "claim_oh": In(n),
-            "g_wb": In(grant_writeback(n, grant_credits)),
-            "e_wb": In(engine_writeback(n, cleft_bits)),
-        })
+        super().__init__(
+            {
+                "valid": Out(n),
+                "elig": Out(n),
+                "inq": Out(n),
+                "fresh": Out(n),
+                "exh": Out(n),
+                "inflnz": Out(n),
+                "tc_oh": Out(data.ArrayLayout(N_CLASSES, n)),
+                "slots_used": Out(max(1, (n - 1).bit_length()) + 1),
+                "new_round": In(1),
+                "round_slots": In(n),
+                "picked": In(1),
+                "picked_oh": In(n),
+                "claim_en": In(1),
+                "claim_oh": In(n),
+                "g_wb": In(grant_writeback(n, grant_credits)),
+                "e_wb": In(engine_writeback(n, cleft_bits)),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
         n = self.n
         valid, elig, inq, fresh = self.valid, self.elig, self.inq, self.fresh
         exh, inflnz, tc_oh = self.exh, self.inflnz, self.tc_oh
-        qlast = Signal(n)           # the next grant uses the slot's last quota
-        w1 = Signal(n)              # its weight is 1 (as of its last write-back)
+        qlast = Signal(n)  # the next grant uses the slot's last quota
+        w1 = Signal(n)  # its weight is 1 (as of its last write-back)
         fresh_n, w1_n, qlast_n = Signal(n), Signal(n), Signal(n)
         m.d.comb += [fresh_n.eq(fresh), w1_n.eq(w1), qlast_n.eq(qlast)]
 
@@ -85,11 +96,15 @@ class SlotFlags(wiring.Component):
                         m.d.sync += inq[i].eq(1)
                         m.d.comb += [fresh_n[i].eq(0), qlast_n[i].eq(e.q1), w1_n[i].eq(e.q1)]
 
-        m.d.sync += [fresh.eq(fresh_n), w1.eq(w1_n), qlast.eq(qlast_n),
-                     exh.eq((fresh_n & w1_n) | (~fresh_n & qlast_n))]
+        m.d.sync += [
+            fresh.eq(fresh_n),
+            w1.eq(w1_n),
+            qlast.eq(qlast_n),
+            exh.eq((fresh_n & w1_n) | (~fresh_n & qlast_n)),
+        ]
 
         # Live slots: a population count, registered in two steps.
-        groups = [valid[g_:g_ + 8] for g_ in range(0, n, 8)]
+        groups = [valid[g_ : g_ + 8] for g_ in range(0, n, 8)]
         part = [Signal(range(len(v) + 1), name=f"used_part{k}") for k, v in enumerate(groups)]
         for p_, v in zip(part, groups):
             m.d.sync += p_.eq(sum(v[j] for j in range(len(v))))

@@ -1,5 +1,6 @@
 """The grant arbiter's slot store: one word per slot in two block-RAM banks with a
 live-value table, so that two lanes each read-modify-write a slot every clock."""
+
 from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -23,8 +24,7 @@ class SlotWriteSignature(wiring.Signature):
     (``oh``: the same slot, one-hot)."""
 
     def __init__(self, n, word_layout):
-        super().__init__({"en": Out(1), "addr": Out(range(n)), "oh": Out(n),
-                          "data": Out(word_layout)})
+        super().__init__({"en": Out(1), "addr": Out(range(n)), "oh": Out(n), "data": Out(word_layout)})
 
 
 class SlotStore(wiring.Component):
@@ -46,12 +46,14 @@ class SlotStore(wiring.Component):
 
     def __init__(self, n, word_layout):
         self.n, self.word_layout = n, word_layout
-        super().__init__({
-            "g_rd": In(SlotReadSignature(n, word_layout)),
-            "e_rd": In(SlotReadSignature(n, word_layout)),
-            "g_wr": In(SlotWriteSignature(n, word_layout)),
-            "e_wr": In(SlotWriteSignature(n, word_layout)),
-        })
+        super().__init__(
+            {
+                "g_rd": In(SlotReadSignature(n, word_layout)),
+                "e_rd": In(SlotReadSignature(n, word_layout)),
+                "g_wr": In(SlotWriteSignature(n, word_layout)),
+                "e_wr": In(SlotWriteSignature(n, word_layout)),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -66,7 +68,7 @@ class SlotStore(wiring.Component):
             ra_g, rd_g = ram_g.read(port)
             ra_e, rd_e = ram_e.read(port)
             m.d.comb += [ra_g.eq(rd.addr), ra_e.eq(rd.addr)]
-            in_e = Signal(name=f"r{port}_in_e")       # the word is in bank E
+            in_e = Signal(name=f"r{port}_in_e")  # the word is in bank E
             m.d.sync += in_e.eq(and_or(rd.oh, lvt))
             m.d.comb += rd.data.eq(Mux(in_e, rd_e, rd_g))
         for i in range(n):

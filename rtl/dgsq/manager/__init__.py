@@ -3,6 +3,7 @@
 :class:`DGSQManager` (top.py) is a top of named parts, one file each; see its module
 docstring and docs/dgsq.md.
 """
+
 from ...interfaces import ControlHeaderLayout
 from .layouts import GrantInLayout, pkt_in_layout
 from .top import EXPORTS, DGSQManager

@@ -1,4 +1,5 @@
 """ContextCalc: the DGSQ manager's CALC stage, the arithmetic on a context word."""
+
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -12,7 +13,7 @@ __all__ = ["ContextCalc"]
 def _chunks_equal(a, b, width=2):
     """Equality of ``a`` and ``b`` per ``width``-bit chunk (one LUT4 each): the vector is
     registered and ANDed one stage later."""
-    return Cat(a[i:i + width] == b[i:i + width] for i in range(0, len(a), width))
+    return Cat(a[i : i + width] == b[i : i + width] for i in range(0, len(a), width))
 
 
 class ContextCalc(wiring.Component):
@@ -35,19 +36,21 @@ class ContextCalc(wiring.Component):
         self.n_ctx = n_ctx
         self.container_units = container_units
         qb = max(1, (n_ctx - 1).bit_length())
-        super().__init__({
-            "en": In(1),
-            "cur": In(context_layout()),
-            "op": In(operand_layout()),
-            "now": In(16),
-            "valid": In(n_ctx),
-            "pending": In(n_ctx),
-            "q_sel": In(qb),
-            "q_dec": In(qb),
-            "fresh": In(1),
-            "c": Out(context_layout()),
-            "res": Out(calc_layout(n_ctx)),
-        })
+        super().__init__(
+            {
+                "en": In(1),
+                "cur": In(context_layout()),
+                "op": In(operand_layout()),
+                "now": In(16),
+                "valid": In(n_ctx),
+                "pending": In(n_ctx),
+                "q_sel": In(qb),
+                "q_dec": In(qb),
+                "fresh": In(1),
+                "c": Out(context_layout()),
+                "res": Out(calc_layout(n_ctx)),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -56,9 +59,9 @@ class ContextCalc(wiring.Component):
         LCU = LOG_CREDIT_UNIT
         cur, op, res, now = self.cur, self.op, self.res, self.now
         # Comparisons as subtractions whose sign is the answer: one carry chain each.
-        g_pos_d = (op.g_neg - cur.balance)[-1]           # balance + credit > 0
-        r_gt_d = (op.rel_bytes - cur.backlog)[-1]        # backlog > bytes (borrow)
-        r_a_pos_d = (op.rel_bytes - cur.bal_pg)[-1]      # balance + pg - bytes > 0
+        g_pos_d = (op.g_neg - cur.balance)[-1]  # balance + credit > 0
+        r_gt_d = (op.rel_bytes - cur.backlog)[-1]  # backlog > bytes (borrow)
+        r_a_pos_d = (op.rel_bytes - cur.bal_pg)[-1]  # balance + pg - bytes > 0
         with m.If(self.en):
             m.d.sync += [
                 res.qoh.eq(Cat(self.q_dec == i for i in range(n))),
@@ -78,8 +81,9 @@ class ContextCalc(wiring.Component):
                 res.g_credit.eq(cur.balance + (op.g_len << 6)),
                 res.g_pos.eq(g_pos_d),
                 res.g_vdiff.eq(cur.view - op.g_len),
-                res.g_keq.eq(Cat(_chunks_equal(cur.dst_node, op.g_src_node),
-                                 _chunks_equal(cur.port, op.g_port))),
+                res.g_keq.eq(
+                    Cat(_chunks_equal(cur.dst_node, op.g_src_node), _chunks_equal(cur.port, op.g_port))
+                ),
                 res.u_sum.eq((cur.backlog + (CREDIT_UNIT_BYTES - 1))[6:]),
                 res.e_req.eq(now - cur.ts_req),
                 res.e_grant.eq(now - cur.ts_grant),

@@ -1,4 +1,5 @@
 """ContextCAM: the DGSQ manager's context pool, its key CAM and its allocator."""
+
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -9,12 +10,11 @@ __all__ = ["ContextCAM"]
 
 
 def _onehot_first(x):
-    return x & (-x).as_unsigned()[:len(x)]
+    return x & (-x).as_unsigned()[: len(x)]
 
 
 def _encode(onehot, bits):
-    return Cat(Cat(onehot[i] for i in range(len(onehot)) if (i >> b) & 1).any()
-               for b in range(bits))
+    return Cat(Cat(onehot[i] for i in range(len(onehot)) if (i >> b) & 1).any() for b in range(bits))
 
 
 class ContextCAM(wiring.Component):
@@ -43,21 +43,23 @@ class ContextCAM(wiring.Component):
     def __init__(self, n_ctx):
         self.n_ctx = n_ctx
         qb = max(1, (n_ctx - 1).bit_length())
-        super().__init__({
-            "key": In(key_layout()),
-            "offered": In(1),
-            "hit": Out(1),
-            "new": Out(1),
-            "q": Out(qb),
-            "current": Out(1),
-            "accept": In(1),
-            "alloc": In(1),
-            "alloc_key": In(key_layout()),
-            "free": In(1),
-            "free_oh": In(n_ctx),
-            "valid": Out(n_ctx),
-            "used": Out(qb + 1),
-        })
+        super().__init__(
+            {
+                "key": In(key_layout()),
+                "offered": In(1),
+                "hit": Out(1),
+                "new": Out(1),
+                "q": Out(qb),
+                "current": Out(1),
+                "accept": In(1),
+                "alloc": In(1),
+                "alloc_key": In(key_layout()),
+                "free": In(1),
+                "free_oh": In(n_ctx),
+                "valid": Out(n_ctx),
+                "used": Out(qb + 1),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -73,12 +75,19 @@ class ContextCAM(wiring.Component):
         match = Signal(n)
         free_oh = Signal(n)
         m.d.sync += [
-            match.eq(Cat((k_dst[i] == pk.dst_node) & (k_port[i] == pk.port) & (k_tc[i] == pk.tc)
-                         & (k_ten[i] == pk.tenant) for i in range(n))),
+            match.eq(
+                Cat(
+                    (k_dst[i] == pk.dst_node)
+                    & (k_port[i] == pk.port)
+                    & (k_tc[i] == pk.tc)
+                    & (k_ten[i] == pk.tenant)
+                    for i in range(n)
+                )
+            ),
             free_oh.eq(_onehot_first(~valid)),
         ]
-        pk_free_oh = Signal(n)    # the context the packet gets, one-hot
-        alloc_oh = Signal(n)      # the context allocated by the last ACCEPT, one-hot
+        pk_free_oh = Signal(n)  # the context the packet gets, one-hot
+        alloc_oh = Signal(n)  # the context allocated by the last ACCEPT, one-hot
         hit = (match & valid).any()
         m.d.sync += [
             self.hit.eq(hit),
@@ -88,7 +97,7 @@ class ContextCAM(wiring.Component):
         ]
         pk_seen = Signal(2)
         m.d.sync += pk_seen.eq(Cat(self.offered, pk_seen[0]))
-        cam_hold = Signal(2)      # packets wait: a key entered or a context was freed
+        cam_hold = Signal(2)  # packets wait: a key entered or a context was freed
         m.d.sync += cam_hold.eq(Cat(self.free | self.alloc, cam_hold[0]))
         m.d.comb += self.current.eq(pk_seen.all() & ~self.free & ~cam_hold.any())
 
@@ -98,11 +107,13 @@ class ContextCAM(wiring.Component):
             # The new key enters the CAM (the next packet is looked up with it).
             for i in range(n):
                 with m.If(alloc_oh[i]):
-                    m.d.sync += [k_dst[i].eq(self.alloc_key.dst_node),
-                                 k_port[i].eq(self.alloc_key.port),
-                                 k_tc[i].eq(self.alloc_key.tc),
-                                 k_ten[i].eq(self.alloc_key.tenant),
-                                 valid[i].eq(1)]
+                    m.d.sync += [
+                        k_dst[i].eq(self.alloc_key.dst_node),
+                        k_port[i].eq(self.alloc_key.port),
+                        k_tc[i].eq(self.alloc_key.tc),
+                        k_ten[i].eq(self.alloc_key.tenant),
+                        valid[i].eq(1),
+                    ]
             m.d.sync += self.used.eq(self.used + 1)
         with m.If(self.free):
             m.d.sync += [valid.eq(valid & ~self.free_oh), self.used.eq(self.used - 1)]

@@ -1,19 +1,18 @@
 """ContextWrite: the DGSQ manager's WRITE stage, its decisions and outputs."""
+
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ... import interfaces
 from ...header.gse_header import GSEType
-from .layouts import (CREDIT_BITS, LOG_CREDIT_UNIT, calc_layout, context_layout, event_layout,
-                      operand_layout)
+from .layouts import CREDIT_BITS, LOG_CREDIT_UNIT, calc_layout, context_layout, event_layout, operand_layout
 
 __all__ = ["ContextWrite", "EFFECTS"]
 
 #: What a WRITE does to the flag vectors, the REQUEST FIFO and the counters, applied in
 #: the clock after it (``fx_<name>`` ports).
-EFFECTS = ("set_pend", "clr_pend", "push", "free", "refresh", "grant", "gap", "unused",
-           "unknown")
+EFFECTS = ("set_pend", "clr_pend", "push", "free", "refresh", "grant", "gap", "unused", "unknown")
 
 
 class ContextWrite(wiring.Component):
@@ -75,16 +74,18 @@ class ContextWrite(wiring.Component):
         nxt = self.w_data
         m.d.comb += nxt.eq(c)
         write = Signal()
-        fx = {k: Signal(name=f"fx_{k}_d") for k in EFFECTS}       # decided (comb)
+        fx = {k: Signal(name=f"fx_{k}_d") for k in EFFECTS}  # decided (comb)
         set_pend, clr_pend, push = fx["set_pend"], fx["clr_pend"], fx["push"]
-        r_next = Signal(signed(26))   # REL: the balance after the report
+        r_next = Signal(signed(26))  # REL: the balance after the report
         r_next_pos = Signal()
-        m.d.comb += [r_next.eq(Mux(res.r_neg, res.r_a, c.pg)),
-                     r_next_pos.eq(Mux(res.r_neg, res.r_a_pos, res.pg_nz))]
+        m.d.comb += [
+            r_next.eq(Mux(res.r_neg, res.r_a, c.pg)),
+            r_next_pos.eq(Mux(res.r_neg, res.r_a_pos, res.pg_nz)),
+        ]
         g_ok = Signal()
         m.d.comb += g_ok.eq(op.g_pre & valid_q & res.g_keq.all())
-        emit = valid_q & ~c.rel_pending       # REQ: live context without a release out
-        rel_out = Signal()        # m_rel carries a release request
+        emit = valid_q & ~c.rel_pending  # REQ: live context without a release out
+        rel_out = Signal()  # m_rel carries a release request
         u = Signal(16)
         m.d.comb += u.eq(Mux(res.u_sum[16:].any(), 0xFFFF, res.u_sum[:16]))
 
@@ -96,30 +97,37 @@ class ContextWrite(wiring.Component):
                     nxt.nz.eq(c.nz | op.bytes_nz),
                     nxt.ts_act.eq(now),
                     self.m_pkt.valid.eq(1),
-                    done.eq(self.m_pkt.ready), write.eq(1),
+                    done.eq(self.m_pkt.ready),
+                    write.eq(1),
                 ]
                 # units(backlog) >= view + container  <=>  backlog > (view + CU - 1) * 64
                 p_thr = res.p_thr
-                grow = ~c.nz | (~p_thr[16] & (p_thr[:16] != 0xFFFF)
-                                & (res.p_nb > Cat(C(0, 6), p_thr)))
+                grow = ~c.nz | (~p_thr[16] & (p_thr[:16] != 0xFFFF) & (res.p_nb > Cat(C(0, 6), p_thr)))
                 m.d.comb += set_pend.eq(grow | fresh)
                 with m.If(fresh):
                     # A new key: what was read is a former context's; start from zero.
                     key = op.pkt_key
                     m.d.comb += [
                         nxt.eq(0),
-                        nxt.backlog.eq(Cat(C(0, LCU), op.pkt_cu)), nxt.nz.eq(op.bytes_nz),
-                        nxt.ts_act.eq(now), nxt.ts_req.eq(now), nxt.ts_grant.eq(now),
-                        nxt.dst_node.eq(key.dst_node), nxt.port.eq(key.port),
-                        nxt.tc.eq(key.tc), nxt.tenant.eq(key.tenant),
+                        nxt.backlog.eq(Cat(C(0, LCU), op.pkt_cu)),
+                        nxt.nz.eq(op.bytes_nz),
+                        nxt.ts_act.eq(now),
+                        nxt.ts_req.eq(now),
+                        nxt.ts_grant.eq(now),
+                        nxt.dst_node.eq(key.dst_node),
+                        nxt.port.eq(key.port),
+                        nxt.tc.eq(key.tc),
+                        nxt.tenant.eq(key.tenant),
                     ]
             # GRANT
             with m.If(kind.grant):
                 # The write data does not wait for the key check (no write without it).
-                rel_g = res.g_pos & c.nz & ~c.rel_pending      # release the credit
-                unused = res.g_pos & ~c.nz & ~c.rel_pending     # queue ran dry: drop it
+                rel_g = res.g_pos & c.nz & ~c.rel_pending  # release the credit
+                unused = res.g_pos & ~c.nz & ~c.rel_pending  # queue ran dry: drop it
                 m.d.comb += [
-                    nxt.ack.eq(op.g_seq), nxt.have_ack.eq(1), nxt.ts_grant.eq(now),
+                    nxt.ack.eq(op.g_seq),
+                    nxt.have_ack.eq(1),
+                    nxt.ts_grant.eq(now),
                     nxt.view.eq(Mux(res.g_vdiff[16], 0, res.g_vdiff[:16])),
                     nxt.rel_pending.eq(c.rel_pending | rel_g),
                 ]
@@ -127,12 +135,19 @@ class ContextWrite(wiring.Component):
                     # One GRANT, one container: this credit waits for the release out.
                     m.d.comb += [nxt.pg.eq(res.g_pg), nxt.bal_pg.eq(res.g_balpg)]
                 with m.Else():
-                    m.d.comb += [nxt.balance.eq(Mux(unused, 0, res.g_credit)),
-                                 nxt.bal_pg.eq(Mux(unused, 0, res.g_credit)), nxt.pg.eq(0)]
+                    m.d.comb += [
+                        nxt.balance.eq(Mux(unused, 0, res.g_credit)),
+                        nxt.bal_pg.eq(Mux(unused, 0, res.g_credit)),
+                        nxt.pg.eq(0),
+                    ]
                 with m.If(g_ok):
-                    m.d.comb += [write.eq(1), rel_out.eq(rel_g), fx["unused"].eq(unused),
-                                 fx["grant"].eq(1),
-                                 fx["gap"].eq(c.have_ack & (op.g_seq_m1 != c.ack))]
+                    m.d.comb += [
+                        write.eq(1),
+                        rel_out.eq(rel_g),
+                        fx["unused"].eq(unused),
+                        fx["grant"].eq(1),
+                        fx["gap"].eq(c.have_ack & (op.g_seq_m1 != c.ack)),
+                    ]
                 with m.Else():
                     m.d.comb += fx["unknown"].eq(1)
             # REL
@@ -141,9 +156,13 @@ class ContextWrite(wiring.Component):
                 # dropped (the arbiter releases it at the container's last packet); the
                 # credit of GRANTs that came meanwhile starts the next container.
                 m.d.comb += [
-                    nxt.backlog.eq(Mux(res.r_gt, res.r_diff, 0)), nxt.nz.eq(res.r_gt),
-                    nxt.balance.eq(r_next), nxt.bal_pg.eq(r_next), nxt.pg.eq(0),
-                    nxt.rel_pending.eq(0), nxt.ts_act.eq(now),
+                    nxt.backlog.eq(Mux(res.r_gt, res.r_diff, 0)),
+                    nxt.nz.eq(res.r_gt),
+                    nxt.balance.eq(r_next),
+                    nxt.bal_pg.eq(r_next),
+                    nxt.pg.eq(0),
+                    nxt.rel_pending.eq(0),
+                    nxt.ts_act.eq(now),
                     write.eq(1),
                 ]
                 m.d.comb += nxt.rel_pending.eq(r_next_pos & res.r_gt)
@@ -155,8 +174,11 @@ class ContextWrite(wiring.Component):
                     # No release out any more: a waiting REQUEST is due again.
                     m.d.comb += [nxt.req_wait.eq(0), push.eq(c.req_wait)]
             with m.If(rel_out):
-                m.d.comb += [self.m_rel.valid.eq(1), done.eq(self.m_rel.ready),
-                             self.inc_releases.eq(self.m_rel.ready)]
+                m.d.comb += [
+                    self.m_rel.valid.eq(1),
+                    done.eq(self.m_rel.ready),
+                    self.inc_releases.eq(self.m_rel.ready),
+                ]
             with m.Elif(kind.grant | kind.rel):
                 m.d.comb += done.eq(1)
             # REQ
@@ -164,8 +186,10 @@ class ContextWrite(wiring.Component):
                 with m.If(emit):
                     m.d.comb += [
                         self.m_req.valid.eq(1),
-                        nxt.view.eq(u), nxt.ts_req.eq(now),
-                        done.eq(self.m_req.ready), write.eq(1),
+                        nxt.view.eq(u),
+                        nxt.ts_req.eq(now),
+                        done.eq(self.m_req.ready),
+                        write.eq(1),
                         clr_pend.eq(1),
                         self.inc_requests.eq(self.m_req.ready),
                     ]
@@ -179,9 +203,13 @@ class ContextWrite(wiring.Component):
             with m.If(kind.sweep):
                 m.d.comb += done.eq(1)
                 with m.If(valid_q):
-                    with m.If(c.nz & ~c.rel_pending & ~pend_q
-                              & (res.e_req >= self.refresh_ticks)
-                              & (res.e_grant >= self.refresh_ticks)):
+                    with m.If(
+                        c.nz
+                        & ~c.rel_pending
+                        & ~pend_q
+                        & (res.e_req >= self.refresh_ticks)
+                        & (res.e_grant >= self.refresh_ticks)
+                    ):
                         m.d.comb += [set_pend.eq(1), fx["refresh"].eq(1)]
                     with m.If(~c.nz & ~c.rel_pending & (res.e_act >= self.idle_ticks)):
                         # A REQUEST still due stays in the FIFO; it finds the context
@@ -190,11 +218,11 @@ class ContextWrite(wiring.Component):
                     # Keep the coarse times from aging past the 16-bit wrap.
                     m.d.comb += write.eq(1)
                     with m.If(res.e_req[15]):
-                        m.d.comb += nxt.ts_req.eq(now - 2 ** 15)
+                        m.d.comb += nxt.ts_req.eq(now - 2**15)
                     with m.If(res.e_grant[15]):
-                        m.d.comb += nxt.ts_grant.eq(now - 2 ** 15)
+                        m.d.comb += nxt.ts_grant.eq(now - 2**15)
                     with m.If(res.e_act[15]):
-                        m.d.comb += nxt.ts_act.eq(now - 2 ** 15)
+                        m.d.comb += nxt.ts_act.eq(now - 2**15)
         # Effects are decided in WRITE and applied one clock later from registers (q and
         # qoh still hold then: they change at the end of the next ACCEPT and CALC; CALC,
         # the first to look, comes after).
@@ -208,7 +236,7 @@ class ContextWrite(wiring.Component):
             self.m_pkt.payload.queue.eq(self.q),
             # The packet's tenant is the context word's (a hit matched the whole key; a
             # new context takes the packet's key in this WRITE).
-            self.m_pkt.payload.tenant.eq(nxt.tenant[:self.tenant_bits]),
+            self.m_pkt.payload.tenant.eq(nxt.tenant[: self.tenant_bits]),
             self.m_pkt.payload.bytes.eq(self.pkt_bytes),
             self.m_rel.payload.queue.eq(self.q),
             self.m_rel.payload.credit.eq(Mux(kind.grant, res.g_credit, r_next)),

@@ -1,4 +1,5 @@
 """ManagerCounters: the DGSQ manager's event counters."""
+
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out

@@ -1,4 +1,5 @@
 """RequestScheduler: which context the DGSQ manager's engine looks at when no input waits."""
+
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
@@ -33,29 +34,31 @@ class RequestScheduler(wiring.Component):
         self.n_ctx = n_ctx
         self.tick_shift = tick_shift
         qb = max(1, (n_ctx - 1).bit_length())
-        super().__init__({
-            "ctl_due": Out(1),
-            "ctl_sweep": Out(1),
-            "ctl_q": Out(qb),
-            "ctl_take": In(1),
-            "set_pend": In(1),
-            "clr_pend": In(1),
-            "push": In(1),
-            "q": In(qb),
-            "qoh": In(n_ctx),
-            "pending": Out(n_ctx),
-            "now": Out(16),
-        })
+        super().__init__(
+            {
+                "ctl_due": Out(1),
+                "ctl_sweep": Out(1),
+                "ctl_q": Out(qb),
+                "ctl_take": In(1),
+                "set_pend": In(1),
+                "clr_pend": In(1),
+                "push": In(1),
+                "q": In(qb),
+                "qoh": In(n_ctx),
+                "pending": Out(n_ctx),
+                "now": Out(16),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
         n = self.n_ctx
         qb = len(self.q)
-        pending = self.pending    # a REQUEST is due: id in req_fifo once, or req_wait set
+        pending = self.pending  # a REQUEST is due: id in req_fifo once, or req_wait set
 
         tick_cnt = Signal(self.tick_shift + 1)
         m.d.sync += tick_cnt.eq(tick_cnt + 1)
-        with m.If(tick_cnt[:self.tick_shift].all() if self.tick_shift else 1):
+        with m.If(tick_cnt[: self.tick_shift].all() if self.tick_shift else 1):
             m.d.sync += self.now.eq(self.now + 1)
 
         m.submodules.req_fifo = req_fifo = SyncFIFOBuffered(width=qb, depth=n)

@@ -8,6 +8,7 @@ REQUEST FIFO, pending bits, timer sweep, coarse clock), :class:`ManagerCounters`
 (counters.py) and the context memory (:class:`~opengse.rtl.lib.sram.VOQRam`, kept as
 ``gse_dgsq_ctx_ram``).
 """
+
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -94,8 +95,16 @@ class DGSQManager(wiring.Component):
     ids deep.
     """
 
-    def __init__(self, n_ctx=64, refresh_cycles=8192, idle_cycles=16384,
-                 container_bytes=CONTAINER_BYTES, ttl=64, tick_shift=6, n_tenants=16):
+    def __init__(
+        self,
+        n_ctx=64,
+        refresh_cycles=8192,
+        idle_cycles=16384,
+        container_bytes=CONTAINER_BYTES,
+        ttl=64,
+        tick_shift=6,
+        n_tenants=16,
+    ):
         if n_ctx < 2:
             raise ValueError("n_ctx must be at least 2")
         if n_tenants < 2 or n_tenants & (n_tenants - 1):
@@ -107,31 +116,33 @@ class DGSQManager(wiring.Component):
         self.tick_shift = tick_shift
         self.refresh_ticks = max(1, refresh_cycles >> tick_shift)
         self.idle_ticks = max(1, idle_cycles >> tick_shift)
-        if self.refresh_ticks >= 2 ** 15 or self.idle_ticks >= 2 ** 15:
+        if self.refresh_ticks >= 2**15 or self.idle_ticks >= 2**15:
             raise ValueError("refresh/idle time too long for the 16-bit coarse clock")
         self.container_units = container_bytes // CREDIT_UNIT_BYTES
         self.ttl = ttl
         self.qid_bits = max(1, (n_ctx - 1).bit_length())
-        super().__init__({
-            "s_pkt": In(interfaces.packet_descriptor()),
-            "m_pkt": Out(interfaces.queued_packet(self.qid_bits, self.tenant_bits)),
-            "m_req": Out(interfaces.control_header()),
-            "s_grant": In(interfaces.grant_in()),
-            "m_rel": Out(interfaces.container_release(self.qid_bits, CREDIT_BITS)),
-            "s_rel_done": In(interfaces.release_report(self.qid_bits, CREDIT_BITS)),
-            "node_id": In(16),
-            "ctx_used": Out(self.qid_bits + 1),
-            "stat_pool_full": Out(32),
-            "stat_alloc": Out(32),
-            "stat_freed": Out(32),
-            "stat_requests": Out(32),
-            "stat_refresh": Out(32),
-            "stat_grants": Out(32),
-            "stat_grant_unknown": Out(32),
-            "stat_grant_gap": Out(32),
-            "stat_grant_unused": Out(32),
-            "stat_releases": Out(32),
-        })
+        super().__init__(
+            {
+                "s_pkt": In(interfaces.packet_descriptor()),
+                "m_pkt": Out(interfaces.queued_packet(self.qid_bits, self.tenant_bits)),
+                "m_req": Out(interfaces.control_header()),
+                "s_grant": In(interfaces.grant_in()),
+                "m_rel": Out(interfaces.container_release(self.qid_bits, CREDIT_BITS)),
+                "s_rel_done": In(interfaces.release_report(self.qid_bits, CREDIT_BITS)),
+                "node_id": In(16),
+                "ctx_used": Out(self.qid_bits + 1),
+                "stat_pool_full": Out(32),
+                "stat_alloc": Out(32),
+                "stat_freed": Out(32),
+                "stat_requests": Out(32),
+                "stat_refresh": Out(32),
+                "stat_grants": Out(32),
+                "stat_grant_unknown": Out(32),
+                "stat_grant_gap": Out(32),
+                "stat_grant_unused": Out(32),
+                "stat_releases": Out(32),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -143,8 +154,9 @@ class DGSQManager(wiring.Component):
         m.submodules.sched = sched = RequestScheduler(n, self.tick_shift)
         m.submodules.engine = eng = EventEngine(n)
         m.submodules.calc = calc = ContextCalc(n, self.container_units)
-        m.submodules.write = wr = ContextWrite(n, self.refresh_ticks, self.idle_ticks, self.ttl,
-                                                self.tenant_bits)
+        m.submodules.write = wr = ContextWrite(
+            n, self.refresh_ticks, self.idle_ticks, self.ttl, self.tenant_bits
+        )
         m.submodules.counters = cnt = ManagerCounters()
 
         # Inputs: the engine takes them; the CAM looks up the packet on offer.
@@ -153,48 +165,83 @@ class DGSQManager(wiring.Component):
         wiring.connect(m, wiring.flipped(self.s_pkt), eng.s_pkt)
         pk = self.s_pkt.payload
         m.d.comb += [
-            cam.key.dst_node.eq(pk.dst_node), cam.key.port.eq(pk.port),
-            cam.key.tc.eq(pk.tc), cam.key.tenant.eq(pk.tenant),
+            cam.key.dst_node.eq(pk.dst_node),
+            cam.key.port.eq(pk.port),
+            cam.key.tc.eq(pk.tc),
+            cam.key.tenant.eq(pk.tenant),
             cam.offered.eq(self.s_pkt.valid & ~self.s_pkt.ready),
-            eng.pk_hit.eq(cam.hit), eng.pk_new.eq(cam.new), eng.pk_q.eq(cam.q),
+            eng.pk_hit.eq(cam.hit),
+            eng.pk_new.eq(cam.new),
+            eng.pk_q.eq(cam.q),
             eng.pk_current.eq(cam.current),
             cam.accept.eq(eng.st_idle),
-            cam.alloc.eq(eng.st_calc & eng.fresh), cam.alloc_key.eq(eng.op.pkt_key),
-            cam.free.eq(wr.fx_free), cam.free_oh.eq(calc.res.qoh),
+            cam.alloc.eq(eng.st_calc & eng.fresh),
+            cam.alloc_key.eq(eng.op.pkt_key),
+            cam.free.eq(wr.fx_free),
+            cam.free_oh.eq(calc.res.qoh),
             self.ctx_used.eq(cam.used),
         ]
         # Control events: the REQUEST FIFO and the sweep.
         m.d.comb += [
-            eng.ctl_due.eq(sched.ctl_due), eng.ctl_sweep.eq(sched.ctl_sweep),
-            eng.ctl_q.eq(sched.ctl_q), sched.ctl_take.eq(eng.ctl_take),
-            sched.set_pend.eq(wr.fx_set_pend), sched.clr_pend.eq(wr.fx_clr_pend),
-            sched.push.eq(wr.fx_push), sched.q.eq(eng.q), sched.qoh.eq(calc.res.qoh),
+            eng.ctl_due.eq(sched.ctl_due),
+            eng.ctl_sweep.eq(sched.ctl_sweep),
+            eng.ctl_q.eq(sched.ctl_q),
+            sched.ctl_take.eq(eng.ctl_take),
+            sched.set_pend.eq(wr.fx_set_pend),
+            sched.clr_pend.eq(wr.fx_clr_pend),
+            sched.push.eq(wr.fx_push),
+            sched.q.eq(eng.q),
+            sched.qoh.eq(calc.res.qoh),
         ]
         # ACCEPT addresses the memory, CALC reads it, WRITE writes it back.
         m.d.comb += [
             rd_addr.eq(eng.q_next),
-            calc.en.eq(eng.st_calc), calc.cur.eq(rd_data), calc.op.eq(eng.op),
-            calc.now.eq(sched.now), calc.valid.eq(cam.valid), calc.pending.eq(sched.pending),
-            calc.q_sel.eq(eng.q_sel), calc.q_dec.eq(eng.q_dec), calc.fresh.eq(eng.fresh),
-            wr.en.eq(eng.st_write), wr.kind.eq(eng.kind), wr.q.eq(eng.q),
-            wr.fresh.eq(eng.fresh), wr.op.eq(eng.op), wr.pkt_bytes.eq(eng.pkt_bytes), wr.c.eq(calc.c), wr.res.eq(calc.res),
-            wr.now.eq(sched.now), wr.node_id.eq(self.node_id),
+            calc.en.eq(eng.st_calc),
+            calc.cur.eq(rd_data),
+            calc.op.eq(eng.op),
+            calc.now.eq(sched.now),
+            calc.valid.eq(cam.valid),
+            calc.pending.eq(sched.pending),
+            calc.q_sel.eq(eng.q_sel),
+            calc.q_dec.eq(eng.q_dec),
+            calc.fresh.eq(eng.fresh),
+            wr.en.eq(eng.st_write),
+            wr.kind.eq(eng.kind),
+            wr.q.eq(eng.q),
+            wr.fresh.eq(eng.fresh),
+            wr.op.eq(eng.op),
+            wr.pkt_bytes.eq(eng.pkt_bytes),
+            wr.c.eq(calc.c),
+            wr.res.eq(calc.res),
+            wr.now.eq(sched.now),
+            wr.node_id.eq(self.node_id),
             eng.done.eq(wr.done),
-            mem.w_addr.eq(eng.q), mem.w_data.eq(wr.w_data), mem.w_en.eq(wr.w_en),
+            mem.w_addr.eq(eng.q),
+            mem.w_data.eq(wr.w_data),
+            mem.w_en.eq(wr.w_en),
         ]
         wiring.connect(m, wr.m_pkt, wiring.flipped(self.m_pkt))
         wiring.connect(m, wr.m_req, wiring.flipped(self.m_req))
         wiring.connect(m, wr.m_rel, wiring.flipped(self.m_rel))
 
         # Counters.
-        strobes = {"pool_full": eng.inc_pool_full, "alloc": eng.inc_alloc,
-                   "freed": wr.fx_free, "requests": wr.inc_requests,
-                   "refresh": wr.fx_refresh, "grants": wr.fx_grant,
-                   "grant_unknown": wr.fx_unknown, "grant_gap": wr.fx_gap,
-                   "grant_unused": wr.fx_unused, "releases": wr.inc_releases}
+        strobes = {
+            "pool_full": eng.inc_pool_full,
+            "alloc": eng.inc_alloc,
+            "freed": wr.fx_free,
+            "requests": wr.inc_requests,
+            "refresh": wr.fx_refresh,
+            "grants": wr.fx_grant,
+            "grant_unknown": wr.fx_unknown,
+            "grant_gap": wr.fx_gap,
+            "grant_unused": wr.fx_unused,
+            "releases": wr.inc_releases,
+        }
         for name in COUNTERS:
-            m.d.comb += [getattr(cnt, f"inc_{name}").eq(strobes[name]),
-                         getattr(self, f"stat_{name}").eq(getattr(cnt, f"stat_{name}"))]
+            m.d.comb += [
+                getattr(cnt, f"inc_{name}").eq(strobes[name]),
+                getattr(self, f"stat_{name}").eq(getattr(cnt, f"stat_{name}")),
+            ]
         return m
 
 
@@ -203,11 +250,17 @@ EXPORTS = [
         name="dgsq_manager",
         module="gse_dgsq_manager",
         factory=DGSQManager,
-        params={"n_ctx": 64, "refresh_cycles": 8192, "idle_cycles": 16384,
-                "container_bytes": CONTAINER_BYTES, "ttl": 64, "tick_shift": 6,
-                "n_tenants": 16},
+        params={
+            "n_ctx": 64,
+            "refresh_cycles": 8192,
+            "idle_cycles": 16384,
+            "container_bytes": CONTAINER_BYTES,
+            "ttl": 64,
+            "tick_shift": 6,
+            "n_tenants": 16,
+        },
         description="GSE DGSQ source-side manager: dynamic queue contexts, REQUEST "
-                    "generation with refresh, GRANT handling and VOQ release requests",
+        "generation with refresh, GRANT handling and VOQ release requests",
         keep_modules=lambda **p: {"ctx_ram": "gse_dgsq_ctx_ram"},
     ),
 ]

@@ -56,6 +56,7 @@ Timing
 * A missing container is skipped ``timeout`` + 2 .. ``timeout`` + N + 4 clocks after
   the first later container (or part of it) of the same source was stored.
 """
+
 from amaranth.hdl import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -76,16 +77,19 @@ __all__ = ["ReorderBuffer", "EXPORTS", "STATS", "SlotRAM", "ReorderGeometry"]
 
 
 class ReorderBuffer(wiring.Component):
-    def __init__(self, data_width=64, sources=4, window=8, slot_bytes=8192, timeout=4096,
-                 ethertype=GSE_ETHERTYPE):
+    def __init__(
+        self, data_width=64, sources=4, window=8, slot_bytes=8192, timeout=4096, ethertype=GSE_ETHERTYPE
+    ):
         self.geo = ReorderGeometry(data_width, sources, window, slot_bytes, timeout, ethertype)
         self.data_width, self.sources, self.window = data_width, sources, window
         self.timeout, self.ethertype = timeout, ethertype
-        super().__init__({
-            "s_axis": In(AXIStreamSignature(data_width)),
-            "m_axis": Out(AXIStreamSignature(data_width)),
-            **{f"stat_{n}": Out(32) for n in STATS},
-        })
+        super().__init__(
+            {
+                "s_axis": In(AXIStreamSignature(data_width)),
+                "m_axis": Out(AXIStreamSignature(data_width)),
+                **{f"stat_{n}": Out(32) for n in STATS},
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -111,17 +115,22 @@ class ReorderBuffer(wiring.Component):
             m.d.comb += [sink.valid.eq(rd.m_rel.valid), sink.payload.eq(rd.m_rel.payload)]
         for sink in (ing.s_mnt, wr.s_mnt):
             m.d.comb += [sink.valid.eq(sch.m_mnt.valid), sink.payload.eq(sch.m_mnt.payload)]
+        m.d.comb += [ing.exp[i].eq(sch.exp[i]) for i in range(g.sources)]
         m.d.comb += [
-            ing.exp[i].eq(sch.exp[i]) for i in range(g.sources)
-        ]
-        m.d.comb += [
-            wr.used.eq(ing.used), wr.gen.eq(ing.gen),
-            sch.used.eq(ing.used), sch.done.eq(wr.done), sch.busy.eq(ing.busy),
+            wr.used.eq(ing.used),
+            wr.gen.eq(ing.gen),
+            sch.used.eq(ing.used),
+            sch.done.eq(wr.done),
+            sch.busy.eq(ing.busy),
             sch.job_room.eq(rd.job_room),
             rd.bad.eq(wr.bad),
             *[rd.fill[i].eq(wr.fill[i]) for i in range(g.nslots)],
-            ram.w_en.eq(wr.w_en), ram.w_addr.eq(wr.w_addr), ram.w_data.eq(wr.w_data),
-            ram.r_en.eq(rd.r_en), ram.r_addr.eq(rd.r_addr), rd.r_data.eq(ram.r_data),
+            ram.w_en.eq(wr.w_en),
+            ram.w_addr.eq(wr.w_addr),
+            ram.w_data.eq(wr.w_data),
+            ram.r_en.eq(rd.r_en),
+            ram.r_addr.eq(rd.r_addr),
+            rd.r_data.eq(ram.r_data),
         ]
         wiring.connect(m, rd.m_axis, wiring.flipped(self.m_axis))
 
@@ -131,8 +140,10 @@ class ReorderBuffer(wiring.Component):
             cnt.inc_containers_out.eq(rel.valid & ~rel.payload.bad),
             cnt.inc_drop_bad.eq(rel.valid & rel.payload.bad),
             cnt.add_lost.eq(Mux(mnt.valid, mnt.payload.lost, 0)),
-            *[getattr(cnt, f"inc_{n}").eq(getattr(ing, n)) for n in
-              ("drop_dup", "drop_window", "drop_orphan", "drop_runt", "drop_other")],
+            *[
+                getattr(cnt, f"inc_{n}").eq(getattr(ing, n))
+                for n in ("drop_dup", "drop_window", "drop_orphan", "drop_runt", "drop_other")
+            ],
             *[getattr(self, f"stat_{n}").eq(getattr(cnt, f"stat_{n}")) for n in STATS],
         ]
         return m
@@ -144,11 +155,19 @@ def _keep_modules(**_params):
 
 EXPORTS = [
     BlockSpec(
-        name="reorder", module="gse_reorder_buffer", factory=ReorderBuffer,
-        params={"data_width": 64, "sources": 4, "window": 8, "slot_bytes": 8192,
-                "timeout": 4096, "ethertype": GSE_ETHERTYPE},
+        name="reorder",
+        module="gse_reorder_buffer",
+        factory=ReorderBuffer,
+        params={
+            "data_width": 64,
+            "sources": 4,
+            "window": 8,
+            "slot_bytes": 8192,
+            "timeout": 4096,
+            "ethertype": GSE_ETHERTYPE,
+        },
         description="PKTC reorder buffer: containers per source node released in seq order, "
-                    "whole; missing ones skipped after a timeout and counted",
+        "whole; missing ones skipped after a timeout and counted",
         keep_modules=_keep_modules,
     ),
 ]

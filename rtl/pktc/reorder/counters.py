@@ -5,23 +5,35 @@ Interface: one pulse input ``inc_<name>`` per counter (``lost`` takes a count,
 registered before its adder, so a counter moves two clocks after its pulse and no
 adder sits behind the logic that raises the pulse.
 """
+
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["ReorderCounters", "STATS"]
 
-STATS = ("frames_in", "containers_out", "lost", "drop_dup", "drop_window", "drop_orphan",
-         "drop_bad", "drop_runt", "drop_other")
+STATS = (
+    "frames_in",
+    "containers_out",
+    "lost",
+    "drop_dup",
+    "drop_window",
+    "drop_orphan",
+    "drop_bad",
+    "drop_runt",
+    "drop_other",
+)
 
 
 class ReorderCounters(wiring.Component):
     def __init__(self):
-        super().__init__({
-            **{f"inc_{n}": In(1) for n in STATS if n != "lost"},
-            "add_lost": In(16),
-            **{f"stat_{n}": Out(32) for n in STATS},
-        })
+        super().__init__(
+            {
+                **{f"inc_{n}": In(1) for n in STATS if n != "lost"},
+                "add_lost": In(16),
+                **{f"stat_{n}": Out(32) for n in STATS},
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()

@@ -4,6 +4,7 @@ Every part of :class:`~opengse.rtl.pktc.reorder.ReorderBuffer` takes one
 :class:`ReorderGeometry`, so that the slot numbering (``src * W + seq mod W``), the
 word format of the slot RAM and the header position agree everywhere.
 """
+
 from amaranth.hdl import Cat, Const
 
 from ...header.gse_header import GSE_ETHERTYPE, TAGGED_HEADER_BYTES
@@ -29,8 +30,9 @@ class ReorderGeometry:
       one still being read).
     """
 
-    def __init__(self, data_width=64, sources=4, window=8, slot_bytes=8192, timeout=4096,
-                 ethertype=GSE_ETHERTYPE):
+    def __init__(
+        self, data_width=64, sources=4, window=8, slot_bytes=8192, timeout=4096, ethertype=GSE_ETHERTYPE
+    ):
         self.data_width = check_data_width(data_width)
         self.bpb = data_width // 8
         if not isinstance(sources, int) or not 1 <= sources <= 256:
@@ -65,7 +67,7 @@ class ReorderGeometry:
         Value whose low ``win_bits`` are used)."""
         parts = []
         if self.win_bits:
-            parts.append(seq_low[:self.win_bits])
+            parts.append(seq_low[: self.win_bits])
         if self.sources > 1:
-            parts.append(Const(src, self.src_bits) if isinstance(src, int) else src[:self.src_bits])
+            parts.append(Const(src, self.src_bits) if isinstance(src, int) else src[: self.src_bits])
         return Cat(*parts) if parts else Const(0, 1)

@@ -17,6 +17,7 @@ captured from the beats before ``hdr_beat`` into registers; the comparisons of t
 beat ``hdr_beat`` itself (``seq`` and its decrements for the window test, and the
 EtherType at wide data) run from the input into the request register.
 """
+
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -27,17 +28,35 @@ from ...lib.stream import axis_beat_layout
 __all__ = ["FrameHeader", "request_layout"]
 
 # frame bytes the decision needs: EtherType, ver/type, flags, src_node, seq
-_BYTES = (12, 13, ETH_HEADER_BYTES + 0, ETH_HEADER_BYTES + 1, ETH_HEADER_BYTES + 4,
-          ETH_HEADER_BYTES + 5, ETH_HEADER_BYTES + 10, ETH_HEADER_BYTES + 11)
+_BYTES = (
+    12,
+    13,
+    ETH_HEADER_BYTES + 0,
+    ETH_HEADER_BYTES + 1,
+    ETH_HEADER_BYTES + 4,
+    ETH_HEADER_BYTES + 5,
+    ETH_HEADER_BYTES + 10,
+    ETH_HEADER_BYTES + 11,
+)
 
 
 def request_layout(geo):
     hi = 16 - geo.win_bits
     # qm1 = (seq >> log2 W) - 1; sm1 = seq - 1; sm1_qm1 = (sm1 >> log2 W) - 1: for the
     # window test by equality (see ingress.py)
-    return data.StructLayout({"runt": 1, "ok": 1, "first": 1, "last": 1,
-                              "src": geo.src_bits, "seq": 16, "qm1": hi, "sm1": 16,
-                              "sm1_qm1": hi})
+    return data.StructLayout(
+        {
+            "runt": 1,
+            "ok": 1,
+            "first": 1,
+            "last": 1,
+            "src": geo.src_bits,
+            "seq": 16,
+            "qm1": hi,
+            "sm1": 16,
+            "sm1_qm1": hi,
+        }
+    )
 
 
 def beat_stream(geo):
@@ -47,11 +66,13 @@ def beat_stream(geo):
 class FrameHeader(wiring.Component):
     def __init__(self, geo):
         self.geo = geo
-        super().__init__({
-            "s_beat": In(beat_stream(geo)),
-            "m_req": Out(stream.Signature(request_layout(geo), always_ready=True)),
-            "frame_end": Out(1),
-        })
+        super().__init__(
+            {
+                "s_beat": In(beat_stream(geo)),
+                "m_req": Out(stream.Signature(request_layout(geo), always_ready=True)),
+                "frame_end": Out(1),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -59,7 +80,7 @@ class FrameHeader(wiring.Component):
         B, h = g.bpb, g.hdr_beat
         beat = self.s_beat.payload
         v = self.s_beat.valid
-        ein = Signal(range(h + 2))               # beat index in the frame (saturating)
+        ein = Signal(range(h + 2))  # beat index in the frame (saturating)
         # (of the flags byte only FIRST and LAST are kept)
         width = {k: 2 if k == ETH_HEADER_BYTES + 1 else 8 for k in _BYTES}
         held = {k: Signal(width[k], name=f"hb{k}") for k in _BYTES if k // B < h}
@@ -70,7 +91,7 @@ class FrameHeader(wiring.Component):
         with m.If(v):
             for k, reg in held.items():
                 with m.If(ein == k // B):
-                    m.d.sync += reg.eq(byte_of_beat(beat, k, B)[:width[k]])
+                    m.d.sync += reg.eq(byte_of_beat(beat, k, B)[: width[k]])
             with m.If(beat.last):
                 m.d.sync += ein.eq(0)
             with m.Elif(ein <= h):
@@ -82,26 +103,31 @@ class FrameHeader(wiring.Component):
         src = Cat(byte(e + 5), byte(e + 4))
         seq = Cat(byte(e + 11), byte(e + 10))
         runt = Signal()
-        m.d.comb += runt.eq(v & beat.last &
-                            ((ein < h) | ((ein == h) & ~beat.keep[(TAGGED_HEADER_BYTES - 1) % B])))
+        m.d.comb += runt.eq(
+            v & beat.last & ((ein < h) | ((ein == h) & ~beat.keep[(TAGGED_HEADER_BYTES - 1) % B]))
+        )
         decide = v & (ein == h) & ~runt
         req = self.m_req.payload
         m.d.sync += [
             self.m_req.valid.eq(decide | runt),
             req.runt.eq(runt),
-            req.ok.eq((ethertype == g.ethertype) & (ver_type[4:] == GSE_VERSION) &
-                      (ver_type[:4] == GSEType.DATA.value) & (src < g.sources)),
+            req.ok.eq(
+                (ethertype == g.ethertype)
+                & (ver_type[4:] == GSE_VERSION)
+                & (ver_type[:4] == GSEType.DATA.value)
+                & (src < g.sources)
+            ),
             req.first.eq(byte(e + 1)[0]),
             req.last.eq(byte(e + 1)[1]),
-            req.src.eq(src[:g.src_bits]),
+            req.src.eq(src[: g.src_bits]),
             req.seq.eq(seq),
-            req.qm1.eq(seq[g.win_bits:] - 1),
+            req.qm1.eq(seq[g.win_bits :] - 1),
             req.sm1.eq(seq - 1),
-            req.sm1_qm1.eq((seq - 1)[g.win_bits:16] - 1),
+            req.sm1_qm1.eq((seq - 1)[g.win_bits : 16] - 1),
             self.frame_end.eq(v & beat.last),
         ]
         return m
 
 
 def byte_of_beat(beat, k, B):
-    return beat.data[8 * (k % B):8 * (k % B) + 8]
+    return beat.data[8 * (k % B) : 8 * (k % B) + 8]

@@ -28,12 +28,12 @@ frame's claim (frames can be decided on consecutive clocks at wide data), and
 updates the slot state, visible to the next decision. A window jump in stage 1's
 clock makes the frame out of window. The decision leaves a clock after stage 2.
 """
+
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .records import ahead_layout, decision_layout, maintenance_layout, release_layout, \
-    request_layout, strobe
+from .records import ahead_layout, decision_layout, maintenance_layout, release_layout, request_layout, strobe
 
 __all__ = ["IngressDecision"]
 
@@ -43,18 +43,20 @@ REASONS = ("drop_other", "drop_dup", "drop_window", "drop_orphan", "drop_runt")
 class IngressDecision(wiring.Component):
     def __init__(self, geo):
         self.geo = geo
-        super().__init__({
-            "s_req": In(strobe(request_layout(geo))),
-            "exp": In(16).array(geo.sources),
-            "s_rel": In(strobe(release_layout(geo))),
-            "s_mnt": In(strobe(maintenance_layout(geo))),
-            "m_dec": Out(strobe(decision_layout(geo))),
-            "m_ahead": Out(strobe(ahead_layout(geo))),
-            "used": Out(geo.nslots),
-            "gen": Out(geo.nslots),
-            "busy": Out(geo.sources),
-            **{n: Out(1) for n in REASONS},
-        })
+        super().__init__(
+            {
+                "s_req": In(strobe(request_layout(geo))),
+                "exp": In(16).array(geo.sources),
+                "s_rel": In(strobe(release_layout(geo))),
+                "s_mnt": In(strobe(maintenance_layout(geo))),
+                "m_dec": Out(strobe(decision_layout(geo))),
+                "m_ahead": Out(strobe(ahead_layout(geo))),
+                "used": Out(geo.nslots),
+                "gen": Out(geo.nslots),
+                "busy": Out(geo.sources),
+                **{n: Out(1) for n in REASONS},
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -66,10 +68,9 @@ class IngressDecision(wiring.Component):
 
         # ---- stage 1: window distance, slot state -----------------------------------
         exp_s = Signal(16)
-        m.d.comb += exp_s.eq(Cat(*self.exp).word_select(req.src, 16) if g.sources > 1
-                             else self.exp[0])
+        m.d.comb += exp_s.eq(Cat(*self.exp).word_select(req.src, 16) if g.sources > 1 else self.exp[0])
         d, e = Signal(16), Signal(16)
-        m.d.comb += [d.eq(req.seq - exp_s), e.eq(req.seq + ~exp_s)]    # e = d - 1
+        m.d.comb += [d.eq(req.seq - exp_s), e.eq(req.seq + ~exp_s)]  # e = d - 1
         # "in the window" (d < W, and d - 1 < W) by equality, per source in parallel:
         # with seq = q*W + r and next = qn*W + rn, seq - next < W iff q == qn when
         # r >= rn, else q - 1 == qn (no subtraction on this path).
@@ -78,29 +79,36 @@ class IngressDecision(wiring.Component):
             qn, rn = self.exp[s][wb:], self.exp[s][:wb]
             ge_a = (req.seq[:wb] >= rn) if wb else 1
             ge_b = (req.sm1[:wb] >= rn) if wb else 1
-            m.d.comb += [win_a[s].eq(Mux(ge_a, req.seq[wb:] == qn, req.qm1 == qn)),
-                         win_b[s].eq(Mux(ge_b, req.sm1[wb:] == qn, req.sm1_qm1 == qn))]
+            m.d.comb += [
+                win_a[s].eq(Mux(ge_a, req.seq[wb:] == qn, req.qm1 == qn)),
+                win_b[s].eq(Mux(ge_b, req.sm1[wb:] == qn, req.sm1_qm1 == qn)),
+            ]
         slot1 = Signal(g.slot_index_bits)
         m.d.comb += slot1.eq(g.slot(req.src, req.seq))
         mnt_skip = mnt.valid & ~mnt.payload.jump
-        freeing = ((rel.valid & (rel.payload.slot == slot1)) |
-                   (mnt_skip & (mnt.payload.slot == slot1)))
+        freeing = (rel.valid & (rel.payload.slot == slot1)) | (mnt_skip & (mnt.payload.slot == slot1))
 
-        v2, runt2, ok2, first2, last2 = (Signal(name=f"{n}2") for n in
-                                         ("v", "runt", "ok", "first", "last"))
+        v2, runt2, ok2, first2, last2 = (Signal(name=f"{n}2") for n in ("v", "runt", "ok", "first", "last"))
         src2, seq2, slot2 = Signal(g.src_bits), Signal(16), Signal(g.slot_index_bits)
         in_a, in_b, beh_a, beh_b, chg2, jump2, u2, c2, g2, same2 = (
-            Signal(name=n) for n in ("in_a", "in_b", "beh_a", "beh_b", "chg2", "jump2",
-                                     "u2", "c2", "g2", "same2"))
+            Signal(name=n)
+            for n in ("in_a", "in_b", "beh_a", "beh_b", "chg2", "jump2", "u2", "c2", "g2", "same2")
+        )
         claim, close = Signal(), Signal()
         m.d.sync += [
-            v2.eq(v1), runt2.eq(req.runt), ok2.eq(req.ok), first2.eq(req.first),
-            last2.eq(req.last), src2.eq(req.src), seq2.eq(req.seq), slot2.eq(slot1),
+            v2.eq(v1),
+            runt2.eq(req.runt),
+            ok2.eq(req.ok),
+            first2.eq(req.first),
+            last2.eq(req.last),
+            src2.eq(req.src),
+            seq2.eq(req.seq),
+            slot2.eq(slot1),
             in_a.eq(win_a.bit_select(req.src, 1) if g.sources > 1 else win_a[0]),
             in_b.eq(win_b.bit_select(req.src, 1) if g.sources > 1 else win_b[0]),
-            beh_a.eq(d[15]), beh_b.eq(e[15]),
-            chg2.eq((rel.valid & (rel.payload.src == req.src)) |
-                    (mnt_skip & (mnt.payload.src == req.src))),
+            beh_a.eq(d[15]),
+            beh_b.eq(e[15]),
+            chg2.eq((rel.valid & (rel.payload.src == req.src)) | (mnt_skip & (mnt.payload.src == req.src))),
             jump2.eq(mnt.valid & mnt.payload.jump & (mnt.payload.src == req.src)),
             u2.eq(self.used.bit_select(slot1, 1) & ~freeing),
             c2.eq(closed.bit_select(slot1, 1) & ~freeing),
@@ -141,13 +149,17 @@ class IngressDecision(wiring.Component):
         dec = self.m_dec.payload
         m.d.sync += [
             self.m_dec.valid.eq(v2),
-            dec.accept.eq(accept), dec.claim.eq(claim), dec.last.eq(last2),
-            dec.gen.eq(Mux(claim, ~g2, gen_now)), dec.slot.eq(slot2),
+            dec.accept.eq(accept),
+            dec.claim.eq(claim),
+            dec.last.eq(last2),
+            dec.gen.eq(Mux(claim, ~g2, gen_now)),
+            dec.slot.eq(slot2),
         ]
         free = Signal(g.nslots)
         for i in range(g.nslots):
-            m.d.comb += free[i].eq((rel.valid & (rel.payload.slot == i)) |
-                                   (mnt_skip & (mnt.payload.slot == i)))
+            m.d.comb += free[i].eq(
+                (rel.valid & (rel.payload.slot == i)) | (mnt_skip & (mnt.payload.slot == i))
+            )
             here = slot2 == i
             m.d.sync += [
                 self.used[i].eq((self.used[i] | (claim & here)) & ~free[i]),
@@ -159,6 +171,5 @@ class IngressDecision(wiring.Component):
         v3, src3 = Signal(), Signal(g.src_bits)
         m.d.sync += [v3.eq(v2), src3.eq(src2)]
         for s in range(g.sources):
-            m.d.comb += self.busy[s].eq((v1 & (req.src == s)) | (v2 & (src2 == s)) |
-                                        (v3 & (src3 == s)))
+            m.d.comb += self.busy[s].eq((v1 & (req.src == s)) | (v2 & (src2 == s)) | (v3 & (src3 == s)))
         return m

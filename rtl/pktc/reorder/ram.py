@@ -19,6 +19,7 @@ once more, right at its block RAMs, and the bank multiplexer works from those
 registers: the slow block RAM clock-to-output never meets logic in the same clock.
 At the defaults (32768 x 68) that is two banks of 68 16K x 1 slices (136 DP16KD).
 """
+
 from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
@@ -35,10 +36,16 @@ class SlotRAM(wiring.Component):
     def __init__(self, width, depth):
         self.width, self.depth = width, depth
         abits = max(1, (depth - 1).bit_length())
-        super().__init__({
-            "w_en": In(1), "w_addr": In(abits), "w_data": In(width),
-            "r_en": In(1), "r_addr": In(abits), "r_data": Out(width),
-        })
+        super().__init__(
+            {
+                "w_en": In(1),
+                "w_addr": In(abits),
+                "w_data": In(width),
+                "r_en": In(1),
+                "r_addr": In(abits),
+                "r_data": Out(width),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -56,9 +63,13 @@ class SlotRAM(wiring.Component):
                 mem = Memory(shape=unsigned(hi - lo), depth=depth_b, init=[])
                 m.submodules[f"bank{b}_mem{k}"] = mem
                 wp, rp = mem.write_port(), mem.read_port()
-                m.d.comb += [wp.en.eq(self.w_en & here), wp.addr.eq(self.w_addr[:lo_bits]),
-                             wp.data.eq(self.w_data[lo:hi]),
-                             rp.en.eq(self.r_en), rp.addr.eq(self.r_addr[:lo_bits])]
+                m.d.comb += [
+                    wp.en.eq(self.w_en & here),
+                    wp.addr.eq(self.w_addr[:lo_bits]),
+                    wp.data.eq(self.w_data[lo:hi]),
+                    rp.en.eq(self.r_en),
+                    rp.addr.eq(self.r_addr[:lo_bits]),
+                ]
                 m.d.sync += q[lo:hi].eq(rp.data)
             outs.append(q)
         if bank_bits:

@@ -19,6 +19,7 @@ first of the next: 1 beat per clock across containers. The RAM address is a regi
 clocks after their address; the output is that FIFO's head. A bad container costs one
 clock and no output.
 """
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
@@ -38,28 +39,35 @@ class SlotReader(wiring.Component):
     def __init__(self, geo):
         self.geo = geo
         abits = max(1, (geo.depth - 1).bit_length())
-        super().__init__({
-            "s_job": In(strobe(job_layout(geo))),
-            "job_room": Out(1),
-            "fill": In(geo.slot_bits + 1).array(geo.nslots),
-            "bad": In(geo.nslots),
-            "r_en": Out(1), "r_addr": Out(abits), "r_data": In(geo.word_bits),
-            "m_axis": Out(AXIStreamSignature(geo.data_width)),
-            "m_rel": Out(strobe(release_layout(geo))),
-        })
+        super().__init__(
+            {
+                "s_job": In(strobe(job_layout(geo))),
+                "job_room": Out(1),
+                "fill": In(geo.slot_bits + 1).array(geo.nslots),
+                "bad": In(geo.nslots),
+                "r_en": Out(1),
+                "r_addr": Out(abits),
+                "r_data": In(geo.word_bits),
+                "m_axis": Out(AXIStreamSignature(geo.data_width)),
+                "m_rel": Out(strobe(release_layout(geo))),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
         g = self.geo
         sb, B = g.slot_bits, g.bpb
         # ---- job queue --------------------------------------------------------------------
-        qlay = data.StructLayout({"src": g.src_bits, "slot": g.slot_index_bits,
-                                  "len": sb + 1, "bad": 1})
+        qlay = data.StructLayout({"src": g.src_bits, "slot": g.slot_index_bits, "len": sb + 1, "bad": 1})
         job = self.s_job.payload
         length = Cat(*self.fill).word_select(job.slot, sb + 1)
         qin = Signal(qlay)
-        m.d.comb += [qin.src.eq(job.src), qin.slot.eq(job.slot), qin.len.eq(length),
-                     qin.bad.eq(self.bad.bit_select(job.slot, 1))]
+        m.d.comb += [
+            qin.src.eq(job.src),
+            qin.slot.eq(job.slot),
+            qin.len.eq(length),
+            qin.bad.eq(self.bad.bit_select(job.slot, 1)),
+        ]
         take = Signal()
         entries, valids = register_fifo(m, "job", JOB_QUEUE, qlay, self.s_job.valid, qin, take)
         head = entries[0]
@@ -71,7 +79,7 @@ class SlotReader(wiring.Component):
         cur_v, cur_bad, cur_last = Signal(), Signal(), Signal()
         cur_src = Signal(g.src_bits)
         left = Signal(sb + 1)
-        raddr = self.r_addr                             # a register: word sb.. = slot
+        raddr = self.r_addr  # a register: word sb.. = slot
         ptr, cur_slot = raddr[:sb], raddr[sb:]
         room = Signal()
         issue = Signal()
@@ -83,16 +91,25 @@ class SlotReader(wiring.Component):
             self.r_en.eq(1),
         ]
         with m.If(take):
-            m.d.sync += [cur_v.eq(1), cur_src.eq(head.src),
-                         cur_bad.eq(head.bad), left.eq(head.len), cur_last.eq(head.len == 1),
-                         raddr.eq(Cat(Const(0, sb), head.slot))]
+            m.d.sync += [
+                cur_v.eq(1),
+                cur_src.eq(head.src),
+                cur_bad.eq(head.bad),
+                left.eq(head.len),
+                cur_last.eq(head.len == 1),
+                raddr.eq(Cat(Const(0, sb), head.slot)),
+            ]
         with m.Elif(finish):
             m.d.sync += cur_v.eq(0)
         with m.Elif(issue):
             m.d.sync += [left.eq(left - 1), cur_last.eq(left == 2), ptr.eq(ptr + 1)]
         rel = self.m_rel.payload
-        m.d.sync += [self.m_rel.valid.eq(finish), rel.src.eq(cur_src), rel.slot.eq(cur_slot),
-                     rel.bad.eq(cur_bad)]
+        m.d.sync += [
+            self.m_rel.valid.eq(finish),
+            rel.src.eq(cur_src),
+            rel.slot.eq(cur_slot),
+            rel.bad.eq(cur_bad),
+        ]
 
         # ---- read pipeline and output FIFO ------------------------------------------------
         m.submodules.out = ofifo = SyncFIFO(width=g.word_bits, depth=OUT_FIFO)
@@ -103,11 +120,11 @@ class SlotReader(wiring.Component):
         m.d.sync += room.eq(ofifo.level + v1 + v2 + issue < OUT_FIFO)
         o = self.m_axis
         r_last = ofifo.r_data[g.data_width]
-        r_cnt = ofifo.r_data[g.data_width + 1:]
+        r_cnt = ofifo.r_data[g.data_width + 1 :]
         keep_last = Cat(Const(1, 1), *[r_cnt >= k for k in range(1, B)])
         m.d.comb += [
             o.valid.eq(ofifo.r_rdy),
-            o.payload.data.eq(ofifo.r_data[:g.data_width]),
+            o.payload.data.eq(ofifo.r_data[: g.data_width]),
             o.payload.last.eq(r_last),
             o.payload.keep.eq(Mux(r_last, keep_last, (1 << B) - 1)),
             o.payload.user.eq(0),

@@ -16,17 +16,24 @@
   expired) or the window jumps to ``seq`` (``jump`` = 1); ``lost`` containers are
   counted. Takes effect at the end of the clock it is valid.
 """
+
 from amaranth.lib import data, stream
 
 from .header import request_layout
 
-__all__ = ["request_layout", "decision_layout", "ahead_layout", "job_layout",
-           "release_layout", "maintenance_layout", "strobe"]
+__all__ = [
+    "request_layout",
+    "decision_layout",
+    "ahead_layout",
+    "job_layout",
+    "release_layout",
+    "maintenance_layout",
+    "strobe",
+]
 
 
 def decision_layout(geo):
-    return data.StructLayout({"accept": 1, "claim": 1, "last": 1, "gen": 1,
-                              "slot": geo.slot_index_bits})
+    return data.StructLayout({"accept": 1, "claim": 1, "last": 1, "gen": 1, "slot": geo.slot_index_bits})
 
 
 def ahead_layout(geo):
@@ -42,8 +49,9 @@ def release_layout(geo):
 
 
 def maintenance_layout(geo):
-    return data.StructLayout({"src": geo.src_bits, "slot": geo.slot_index_bits, "jump": 1,
-                              "keep": 1, "seq": 16, "lost": 16})
+    return data.StructLayout(
+        {"src": geo.src_bits, "slot": geo.slot_index_bits, "jump": 1, "keep": 1, "seq": 16, "lost": 16}
+    )
 
 
 def strobe(layout):

@@ -34,6 +34,7 @@ Behaviour
 * Any release, skip or jump of a source clears its "ahead" evidence (new frames set
   it again).
 """
+
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -46,17 +47,19 @@ __all__ = ["HeadScheduler"]
 class HeadScheduler(wiring.Component):
     def __init__(self, geo):
         self.geo = geo
-        super().__init__({
-            "used": In(geo.nslots),
-            "done": In(geo.nslots),
-            "busy": In(geo.sources),
-            "s_ahead": In(strobe(ahead_layout(geo))),
-            "s_rel": In(strobe(release_layout(geo))),
-            "job_room": In(1),
-            "exp": Out(16).array(geo.sources),
-            "m_job": Out(strobe(job_layout(geo))),
-            "m_mnt": Out(strobe(maintenance_layout(geo))),
-        })
+        super().__init__(
+            {
+                "used": In(geo.nslots),
+                "done": In(geo.nslots),
+                "busy": In(geo.sources),
+                "s_ahead": In(strobe(ahead_layout(geo))),
+                "s_rel": In(strobe(release_layout(geo))),
+                "job_room": In(1),
+                "exp": Out(16).array(geo.sources),
+                "m_job": Out(strobe(job_layout(geo))),
+                "m_mnt": Out(strobe(maintenance_layout(geo))),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -67,9 +70,9 @@ class HeadScheduler(wiring.Component):
         exp = self.exp
         sp = [Signal(max(1, wb), name=f"sp{s}") for s in range(N)]
         nsched = [Signal(range(g.jobs + 1), name=f"nsched{s}") for s in range(N)]
-        cand = Signal(N)                                # registered candidate bits
+        cand = Signal(N)  # registered candidate bits
         hdone, any_used, nxt_used = Signal(N), Signal(N), Signal(N)
-        chg = Signal(N)                                 # picked or changed last clock
+        chg = Signal(N)  # picked or changed last clock
         expired = Signal(N)
         ahead = Signal(N)
         ahead_seq = [Signal(16, name=f"ahead_seq{s}") for s in range(N)]
@@ -91,30 +94,38 @@ class HeadScheduler(wiring.Component):
                             m.d.comb += [pick.eq(idx), pick_ok.eq(1)]
         go = pick_ok & self.job_room
         sp_sel = Cat(*sp).word_select(pick, len(sp[0])) if N > 1 else sp[0]
-        m.d.sync += [self.m_job.valid.eq(go),
-                     self.m_job.payload.src.eq(pick),
-                     self.m_job.payload.slot.eq(g.slot(pick, sp_sel))]
+        m.d.sync += [
+            self.m_job.valid.eq(go),
+            self.m_job.payload.src.eq(pick),
+            self.m_job.payload.slot.eq(g.slot(pick, sp_sel)),
+        ]
         with m.If(go):
             m.d.sync += rr.eq(pick)
 
         # ---- per source state ------------------------------------------------------------
         for s in range(N):
-            m.d.comb += [act_rel[s].eq(rel.valid & (rel.payload.src == s)),
-                         act_mnt[s].eq(mnt.valid & (mp.src == s)),
-                         picked[s].eq(go & (pick == s))]
+            m.d.comb += [
+                act_rel[s].eq(rel.valid & (rel.payload.src == s)),
+                act_mnt[s].eq(mnt.valid & (mp.src == s)),
+                picked[s].eq(go & (pick == s)),
+            ]
             lo = s * W
             hslot = g.slot(s, exp[s])
             m.d.sync += [
-                cand[s].eq(self.done.bit_select(g.slot(s, sp[s]), 1) &
-                           (nsched[s] < g.jobs) & ~picked[s] & ~act_mnt[s]),
+                cand[s].eq(
+                    self.done.bit_select(g.slot(s, sp[s]), 1)
+                    & (nsched[s] < g.jobs)
+                    & ~picked[s]
+                    & ~act_mnt[s]
+                ),
                 hdone[s].eq(self.done.bit_select(hslot, 1)),
-                any_used[s].eq(self.used[lo:lo + W].any()),
+                any_used[s].eq(self.used[lo : lo + W].any()),
                 nxt_used[s].eq(self.used.bit_select(g.slot(s, exp[s] + 1), 1)),
                 chg[s].eq(act_rel[s] | act_mnt[s] | picked[s]),
                 nsched[s].eq(nsched[s] + picked[s] - act_rel[s]),
             ]
             with m.If(act_mnt[s] & mp.jump):
-                m.d.sync += [exp[s].eq(mp.seq), sp[s].eq(mp.seq[:max(1, wb)] if wb else 0)]
+                m.d.sync += [exp[s].eq(mp.seq), sp[s].eq(mp.seq[: max(1, wb)] if wb else 0)]
             with m.Elif(act_mnt[s] | act_rel[s]):
                 m.d.sync += exp[s].eq(exp[s] + 1)
             with m.If(act_mnt[s] & ~mp.jump):
@@ -144,8 +155,9 @@ class HeadScheduler(wiring.Component):
         m.d.sync += tok.eq(Mux(tok == N - 1, 0, tok + 1))
         ready = Signal(N)
         for s in range(N):
-            m.d.comb += ready[s].eq(expired[s] & ~hdone[s] & (nsched[s] == 0) & ~chg[s] &
-                                    ~act_mnt[s] & ~self.busy[s])
+            m.d.comb += ready[s].eq(
+                expired[s] & ~hdone[s] & (nsched[s] == 0) & ~chg[s] & ~act_mnt[s] & ~self.busy[s]
+            )
         t_exp = Cat(*exp).word_select(tok, 16) if N > 1 else exp[0]
         t_aseq = Cat(*ahead_seq).word_select(tok, 16) if N > 1 else ahead_seq[0]
         t_jump = ahead.bit_select(tok, 1) & ~any_used.bit_select(tok, 1)

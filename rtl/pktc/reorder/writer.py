@@ -24,6 +24,7 @@ frame's last beat, the clock its last word goes to the RAM's write register:
 issues its first read at least three clocks after it sees ``done``. At most
 ``hdr_beat`` + 5 beats wait, so the FIFO never fills and the input stays ready.
 """
+
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
@@ -39,18 +40,22 @@ class SlotWriter(wiring.Component):
     def __init__(self, geo):
         self.geo = geo
         abits = max(1, (geo.depth - 1).bit_length())
-        super().__init__({
-            "s_beat": In(beat_stream(geo)),
-            "s_dec": In(strobe(decision_layout(geo))),
-            "used": In(geo.nslots),
-            "gen": In(geo.nslots),
-            "s_rel": In(strobe(release_layout(geo))),
-            "s_mnt": In(strobe(maintenance_layout(geo))),
-            "w_en": Out(1), "w_addr": Out(abits), "w_data": Out(geo.word_bits),
-            "done": Out(geo.nslots),
-            "bad": Out(geo.nslots),
-            "fill": Out(geo.slot_bits + 1).array(geo.nslots),
-        })
+        super().__init__(
+            {
+                "s_beat": In(beat_stream(geo)),
+                "s_dec": In(strobe(decision_layout(geo))),
+                "used": In(geo.nslots),
+                "gen": In(geo.nslots),
+                "s_rel": In(strobe(release_layout(geo))),
+                "s_mnt": In(strobe(maintenance_layout(geo))),
+                "w_en": Out(1),
+                "w_addr": Out(abits),
+                "w_data": Out(geo.word_bits),
+                "done": Out(geo.nslots),
+                "bad": Out(geo.nslots),
+                "fill": Out(geo.slot_bits + 1).array(geo.nslots),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -63,7 +68,7 @@ class SlotWriter(wiring.Component):
         cnt = sum(beat.keep[k] for k in range(B)) - 1
         m.d.comb += [
             bfifo.w_en.eq(self.s_beat.valid),
-            bfifo.w_data.eq(Cat(beat.data, beat.last, cnt[:g.cnt_bits], beat.user[0])),
+            bfifo.w_data.eq(Cat(beat.data, beat.last, cnt[: g.cnt_bits], beat.user[0])),
             dfifo.w_en.eq(self.s_dec.valid),
             dfifo.w_data.eq(self.s_dec.payload.as_value()),
         ]
@@ -71,7 +76,7 @@ class SlotWriter(wiring.Component):
         pop = bfifo.r_rdy & dfifo.r_rdy
         p_last = bfifo.r_data[g.data_width]
         m.d.comb += [bfifo.r_en.eq(pop), dfifo.r_en.eq(pop & p_last)]
-        at_start = Signal(init=1)                       # the next beat popped starts a frame
+        at_start = Signal(init=1)  # the next beat popped starts a frame
         with m.If(pop):
             m.d.sync += at_start.eq(p_last)
         v0, first0 = Signal(), Signal()
@@ -85,28 +90,32 @@ class SlotWriter(wiring.Component):
         rel, mnt = self.s_rel, self.s_mnt
 
         def freed(slot):
-            return ((rel.valid & (rel.payload.slot == slot)) |
-                    (mnt.valid & ~mnt.payload.jump & (mnt.payload.slot == slot)))
+            return (rel.valid & (rel.payload.slot == slot)) | (
+                mnt.valid & ~mnt.payload.jump & (mnt.payload.slot == slot)
+            )
 
         wv, wfirst, wfwd, wown = Signal(), Signal(), Signal(), Signal()
         wword = Signal(g.word_bits + 1)
-        wdec = Signal(data.StructLayout({"accept": 1, "claim": 1, "last": 1,
-                                         "slot": g.slot_index_bits}))
-        wbase = Signal(sb + 1)                          # start offset (claim: 0, else fill)
+        wdec = Signal(data.StructLayout({"accept": 1, "claim": 1, "last": 1, "slot": g.slot_index_bits}))
+        wbase = Signal(sb + 1)  # start offset (claim: 0, else fill)
         fill_sel = Cat(*self.fill).word_select(dec0.slot, sb + 1)
         fill_we = Signal()
         m.d.sync += wv.eq(v0)
         with m.If(v0):
             m.d.sync += [
-                wword.eq(word0), wfirst.eq(first0),
+                wword.eq(word0),
+                wfirst.eq(first0),
                 *[getattr(wdec, f).eq(getattr(dec0, f)) for f in ("accept", "claim", "last", "slot")],
                 wbase.eq(Mux(dec0.claim, 0, fill_sel)),
                 # the frame ending in stage 2 now writes this slot's fill level
                 wfwd.eq(wv & wword[g.data_width] & (wdec.slot == dec0.slot)),
                 # the slot still holds the container the frame was accepted for (a
                 # free in this clock counts; one in the next clock wins over the marks)
-                wown.eq(self.used.bit_select(dec0.slot, 1) &
-                        (self.gen.bit_select(dec0.slot, 1) == dec0.gen) & ~freed(dec0.slot)),
+                wown.eq(
+                    self.used.bit_select(dec0.slot, 1)
+                    & (self.gen.bit_select(dec0.slot, 1) == dec0.gen)
+                    & ~freed(dec0.slot)
+                ),
             ]
 
         # ---- stage 2: address, RAM write, end-of-frame marks ---------------------------
@@ -117,15 +126,15 @@ class SlotWriter(wiring.Component):
         start_ofs = Mux(wfwd & prev_we & ~wdec.claim, prev_end, wbase)
         addr = Signal(sb + 1)
         m.d.comb += addr.eq(Mux(wfirst, start_ofs, wptr))
-        inb = ~addr[sb]                                 # addr < slot_beats
+        inb = ~addr[sb]  # addr < slot_beats
         nxt = Signal(sb + 1)
-        m.d.comb += nxt.eq(addr + inb)                  # saturates at slot_beats
+        m.d.comb += nxt.eq(addr + inb)  # saturates at slot_beats
         owner = wown
-        ovf = Signal()                                  # a beat of this frame did not fit
+        ovf = Signal()  # a beat of this frame did not fit
         m.d.sync += [
             self.w_en.eq(wv & wdec.accept & owner & inb),
             self.w_addr.eq(Cat(addr[:sb], wdec.slot)),
-            self.w_data.eq(wword[:g.word_bits]),
+            self.w_data.eq(wword[: g.word_bits]),
         ]
         with m.If(wv):
             m.d.sync += [wptr.eq(nxt), ovf.eq(Mux(wfirst, ~inb, ovf | ~inb))]
