@@ -24,14 +24,7 @@ from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
 from .cocotb_util import reset_dut
-from .pktc_model import (
-    FIRST,
-    FabricModel,
-    ReorderChecker,
-    SprayerModel,
-    frame_fields,
-    tagged_frame,
-)
+from .pktc_model import FIRST, FabricModel, ReorderChecker, SprayerModel, frame_fields, tagged_frame
 from .runner import test_params
 from .valid_ready import FieldStreamSource
 

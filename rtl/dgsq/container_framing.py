@@ -181,5 +181,5 @@ EXPORTS = [
         params={"queue_bits": 6, "credit_bits": 24, "ttl": 64, "depth": 4},
         description="DGSQ releases to the VOQ buffer, and the sprayer's per-packet "
         "descriptor (destination, DGSQ, ttl, original length, LAST)",
-    ),
+    )
 ]

@@ -98,5 +98,5 @@ EXPORTS = [
         params={},
         description="decoded control headers to REQUEST records (grant arbiter) and GRANT "
         "records (DGSQ manager); other types dropped and counted",
-    ),
+    )
 ]

@@ -89,5 +89,5 @@ EXPORTS = [
         factory=GrantFraming,
         params={"slot_bits": 6, "ttl": 64},
         description="grant arbiter decisions to GRANT control headers for the encoder",
-    ),
+    )
 ]

@@ -272,11 +272,7 @@ class FrameRealigner(wiring.Component):
         ends = cur.last & consumes & ~bypass
         has_tail = (cur.keep & cur_def) != 0
         with m.If(bypass):
-            m.d.comb += [
-                produce.eq(self.s_axis.valid & can_out),
-                consume.eq(produce),
-                last_now.eq(cur.last),
-            ]
+            m.d.comb += [produce.eq(self.s_axis.valid & can_out), consume.eq(produce), last_now.eq(cur.last)]
         with m.Else():
             need_in = at[0] | uses_cur | consumes
             # A frame end that leaves a beat over needs the hold register free.

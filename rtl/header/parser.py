@@ -145,10 +145,7 @@ class GSEParser(wiring.Component):
             m.d.comb += judged.reason.eq(Reason.TTL)
         with m.Else():
             m.d.comb += judged.reason.eq(Reason.PASS)
-        m.d.comb += [
-            window.judge_info.eq(judged),
-            window.judge_drop.eq(judged.reason != Reason.PASS),
-        ]
+        m.d.comb += [window.judge_info.eq(judged), window.judge_drop.eq(judged.reason != Reason.PASS)]
 
         verdict = Signal(info)
         m.d.comb += verdict.eq(window.head_info)
@@ -179,10 +176,7 @@ class GSEParser(wiring.Component):
         check = Mux(first, check_now, check_r)
         expect = Mux(first, expect_now, expect_r)
         len_error = Signal()
-        m.d.comb += [
-            len_error.eq(check & (window.frame_len != expect)),
-            window.last_error.eq(len_error),
-        ]
+        m.d.comb += [len_error.eq(check & (window.frame_len != expect)), window.last_error.eq(len_error)]
 
         if self.strip:
             m.submodules.realigner = realigner = FrameRealigner(
@@ -239,5 +233,5 @@ EXPORTS = [
         params={"data_width": 64, "strip": 1, "ethertype": GSE_ETHERTYPE},
         description="GSE v1 parser: checks the GSE header, puts its fields on m_hdr_*, "
         "optionally strips the tag",
-    ),
+    )
 ]

@@ -161,5 +161,5 @@ EXPORTS = [
         factory=lambda data_width, ethertype: GSETagger(data_width, ethertype),
         params={"data_width": 64, "ethertype": GSE_ETHERTYPE},
         description="GSE v1 tagger: inserts the GSE EtherType and 18-byte header after the source MAC",
-    ),
+    )
 ]

@@ -137,5 +137,5 @@ EXPORTS = [
         description="one AXI4-Stream input to N outputs, whole packets, by a select "
         "(s_sel_index) consumed with each packet's first beat; selects with "
         "no output drop the packet, counted",
-    ),
+    )
 ]

@@ -60,11 +60,7 @@ class PacketMux(wiring.Component):
         self.data_width = check_data_width(data_width)
         sig = AXIStreamSignature(data_width, user_width)
         super().__init__(
-            {
-                "s_axis": In(sig).array(inputs),
-                "m_axis": Out(sig),
-                "stat_packets": Out(32).array(inputs),
-            }
+            {"s_axis": In(sig).array(inputs), "m_axis": Out(sig), "stat_packets": Out(32).array(inputs)}
         )
 
     def elaborate(self, platform):
@@ -131,5 +127,5 @@ EXPORTS = [
         params={"inputs": 2, "data_width": 64, "user_width": 1, "policy": PRIORITY},
         description="N AXI4-Stream inputs to one, whole packets, strict priority (input 0 "
         "highest) or round-robin; 1 beat per clock, no bubble between packets",
-    ),
+    )
 ]

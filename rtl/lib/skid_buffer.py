@@ -87,5 +87,5 @@ EXPORTS = [
         params={"data_width": 64, "user_width": 1},
         description="two-entry register slice (registered valid, payload and ready) on an "
         "AXI4-Stream; the RTL class takes any stream payload",
-    ),
+    )
 ]

@@ -22,14 +22,7 @@ def check_data_width(data_width):
 def axis_beat_layout(data_width, user_width=1):
     """Struct layout of one AXI4-Stream beat."""
     check_data_width(data_width)
-    return data.StructLayout(
-        {
-            "data": data_width,
-            "keep": data_width // 8,
-            "last": 1,
-            "user": user_width,
-        }
-    )
+    return data.StructLayout({"data": data_width, "keep": data_width // 8, "last": 1, "user": user_width})
 
 
 def AXIStreamSignature(data_width, user_width=1):

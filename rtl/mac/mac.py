@@ -197,5 +197,5 @@ EXPORTS = [
         description="RGMII 1 Gb/s Ethernet MAC (behavioural DDR I/O): AXI-Stream frames "
         "without FCS; preamble, CRC-32, padding, IFG; async FIFO crossings",
         aliases=("mac",),
-    ),
+    )
 ]

@@ -169,5 +169,5 @@ EXPORTS = [
         params={"data_width": 64, "links": 4, "interval": 1024, "miss_limit": 3, "rejoin": 2},
         description="Fabric link health: PROBE keep-alives per link, healthy mask after K "
         "missed probes or link down, rejoin after M good probes",
-    ),
+    )
 ]

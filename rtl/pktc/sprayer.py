@@ -373,5 +373,5 @@ EXPORTS = [
         "container whole on one healthy uplink (round-robin or least-loaded); "
         "control frames with strict priority",
         aliases=("pktc",),
-    ),
+    )
 ]

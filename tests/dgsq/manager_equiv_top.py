@@ -58,7 +58,7 @@ RENAMES = {"m_pkt.queue": "m_pkt.qid", "m_rel.credit": "m_rel.bytes", "m_rel.dst
 #: the functional tests (the manager still works) but changes behaviour in time.
 MUTATIONS = {
     # The timer sweep's slot every 64 clocks instead of 32.
-    1: ("dgsq/manager/request_scheduler.py", "sweep_cnt = Signal(5)", "sweep_cnt = Signal(6)"),
+    1: ("dgsq/manager/request_scheduler.py", "sweep_cnt = Signal(5)", "sweep_cnt = Signal(6)")
 }
 
 _REPO = Path(__file__).resolve().parents[2]

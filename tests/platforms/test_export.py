@@ -32,7 +32,7 @@ OTHER_RAMS = {
         "r_en": "input",
         "r_addr": "input",
         "r_data": "output",
-    },
+    }
 }
 
 

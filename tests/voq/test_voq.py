@@ -49,12 +49,7 @@ def test_voq_small(testcase):
 
 @pytest.mark.parametrize(
     "testcase",
-    [
-        "test_basic",
-        "test_phased_admission",
-        "test_concurrent_backpressure",
-        "test_emitted_packets",
-    ],
+    ["test_basic", "test_phased_admission", "test_concurrent_backpressure", "test_emitted_packets"],
 )
 def test_voq_small_unit64(testcase):
     run_cocotb("voq", SMALL64, "cocotb_voq", testcase=testcase, build_args=BUILD_ARGS)

@@ -57,5 +57,5 @@ EXPORTS = [
             "slot_store.ram_e": "gse_grant_slot_ram_e",
         },
         aliases=("dgsq",),
-    ),
+    )
 ]

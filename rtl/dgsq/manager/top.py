@@ -262,5 +262,5 @@ EXPORTS = [
         description="GSE DGSQ source-side manager: dynamic queue contexts, REQUEST "
         "generation with refresh, GRANT handling and VOQ release requests",
         keep_modules=lambda **p: {"ctx_ram": "gse_dgsq_ctx_ram"},
-    ),
+    )
 ]

@@ -169,5 +169,5 @@ EXPORTS = [
         description="PKTC reorder buffer: containers per source node released in seq order, "
         "whole; missing ones skipped after a timeout and counted",
         keep_modules=_keep_modules,
-    ),
+    )
 ]
