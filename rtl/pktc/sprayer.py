@@ -94,6 +94,44 @@ LOAD_BITS = 20  # least-loaded byte counters (relative: renormalised)
 LOAD_NORM = 1 << 18
 
 
+def _uplink_choice(m, policy, healthy, last_pick, load, choice, choice_ok):
+    """Drive ``choice``/``choice_ok``, the uplink for the next container: round-robin
+    after ``last_pick`` (registered, 2 clocks stale at most), or (``policy`` 1) the
+    least-loaded healthy uplink from an argmin tree with a register per level (ties:
+    lower index; log2(U) clocks old, far less than a container)."""
+    U, ubits = len(healthy), len(choice)
+    if policy == 0:
+        nxt, nxt_ok = Signal(ubits), Signal()
+        with m.Switch(last_pick):
+            for r in range(U):
+                with m.Case(r):
+                    for k in reversed(range(U)):
+                        idx = (r + 1 + k) % U
+                        with m.If(healthy[idx]):
+                            m.d.comb += [nxt.eq(idx), nxt_ok.eq(1)]
+        m.d.sync += [choice.eq(nxt), choice_ok.eq(nxt_ok)]
+    else:
+        # argmin tree over healthy uplinks (ties: lower index), one register per
+        # level: the choice is log2(U) clocks old, far less than a container
+        level = [(Const(i, ubits), load[i], healthy[i]) for i in range(U)]
+        depth = 0
+        while len(level) > 1:
+            nl = []
+            for j in range(0, len(level), 2):
+                (ia, la, ha) = level[j]
+                i_o, l_o, h_o = Signal(ubits), Signal(LOAD_BITS), Signal()
+                if j + 1 == len(level):
+                    m.d.sync += [i_o.eq(ia), l_o.eq(la), h_o.eq(ha)]
+                else:
+                    (ib, lb, hb) = level[j + 1]
+                    take_b = hb & (~ha | (lb < la))
+                    m.d.sync += [i_o.eq(Mux(take_b, ib, ia)), l_o.eq(Mux(take_b, lb, la)), h_o.eq(ha | hb)]
+                nl.append((i_o, l_o, h_o))
+            level = nl
+            depth += 1
+        m.d.comb += [choice.eq(level[0][0]), choice_ok.eq(level[0][2])]
+
+
 class ContainerSprayer(wiring.Component):
     def __init__(self, data_width=64, uplinks=4, nodes=16, policy=0):
         check_data_width(data_width)
@@ -132,40 +170,7 @@ class ContainerSprayer(wiring.Component):
         choice_ok = Signal()
         last_pick = Signal(ubits)
         load = [Signal(LOAD_BITS, name=f"load{i}") for i in range(U)]
-        if self.policy == 0:
-            nxt, nxt_ok = Signal(ubits), Signal()
-            with m.Switch(last_pick):
-                for r in range(U):
-                    with m.Case(r):
-                        for k in reversed(range(U)):
-                            idx = (r + 1 + k) % U
-                            with m.If(healthy[idx]):
-                                m.d.comb += [nxt.eq(idx), nxt_ok.eq(1)]
-            m.d.sync += [choice.eq(nxt), choice_ok.eq(nxt_ok)]
-        else:
-            # argmin tree over healthy uplinks (ties: lower index), one register per
-            # level: the choice is log2(U) clocks old, far less than a container
-            level = [(Const(i, ubits), load[i], healthy[i]) for i in range(U)]
-            depth = 0
-            while len(level) > 1:
-                nl = []
-                for j in range(0, len(level), 2):
-                    (ia, la, ha) = level[j]
-                    i_o, l_o, h_o = Signal(ubits), Signal(LOAD_BITS), Signal()
-                    if j + 1 == len(level):
-                        m.d.sync += [i_o.eq(ia), l_o.eq(la), h_o.eq(ha)]
-                    else:
-                        (ib, lb, hb) = level[j + 1]
-                        take_b = hb & (~ha | (lb < la))
-                        m.d.sync += [
-                            i_o.eq(Mux(take_b, ib, ia)),
-                            l_o.eq(Mux(take_b, lb, la)),
-                            h_o.eq(ha | hb),
-                        ]
-                    nl.append((i_o, l_o, h_o))
-                level = nl
-                depth += 1
-            m.d.comb += [choice.eq(level[0][0]), choice_ok.eq(level[0][2])]
+        _uplink_choice(m, self.policy, healthy, last_pick, load, choice, choice_ok)
         min_load = Signal(LOAD_BITS)
         m.d.comb += min_load.eq(Cat(*load).word_select(choice, LOAD_BITS))
 
