@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: all install run test test-slow clean
+.PHONY: all install icarus run test test-slow clean
 
 all: run
 
@@ -12,7 +12,19 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
+	@$(MAKE) --no-print-directory icarus
 	touch $@
+
+# Icarus Verilog, the second simulator the exports are checked with, is a Debian
+# package, not a PyPI one: installed where this runs as root with apt, otherwise its
+# tests are skipped and say so.
+icarus:
+	@command -v iverilog >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get install -y -q iverilog >/dev/null 2>&1 || \
+	     (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q iverilog >/dev/null 2>&1)) \
+	    && echo "installed iverilog" || echo "could not install iverilog: Icarus tests will be skipped"; \
+	  else echo "iverilog not found (needs root and apt): Icarus tests will be skipped"; fi; }
 
 install: $(BIN)/.installed
 

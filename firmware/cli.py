@@ -92,6 +92,35 @@ def _get(name):
 
 
 def cmd_export(args):
+    if args.all:
+        if args.block or args.param:
+            raise CLIError("--all exports every block from the configuration: give no BLOCK "
+                           "and no -p (put parameters in the configuration's [blocks.NAME])")
+        from opengse.platforms.export_all import ConfigError, export_all, load_config
+        try:
+            cfg, overrides = load_config(args.config)
+            index = export_all(args.output, cfg, overrides)
+        except ConfigError as exc:
+            raise CLIError(str(exc)) from None
+        if args.lint:
+            from pathlib import Path
+            from opengse.platforms.lint import lint as run_lint
+            out = Path(args.output)
+            status = 0
+            for m in index["modules"]:
+                mems = [out / index["memories"][n]["file"] for n in index["memories"]
+                        if m["module"] in index["memories"][n]["used_by"]]
+                ok, text = run_lint(mems + [out / m["verilog"]], m["module"])
+                print(f"{m['module']}: verilator --lint-only -Wall: {'clean' if ok else 'WARNINGS'}")
+                if not ok:
+                    print(text)
+                    status = 1
+            return status
+        return 0
+    if args.config:
+        raise CLIError("-c/--config goes with --all")
+    if not args.block:
+        raise CLIError("name a BLOCK to export, or give --all")
     return _export(_get(args.block), _params(args.param), args.output, args.lint)
 
 
@@ -154,13 +183,74 @@ def cmd_run(args):
     return status
 
 
+def cmd_report(args):
+    from opengse.platforms.area import format_area, report_area
+    from opengse.platforms.export_all import ConfigError, load_config
+    try:
+        cfg, overrides = load_config(args.config)
+        names = None
+        if args.block:
+            names = [_get(b).name for b in args.block]
+        result = report_area(args.output, cfg, overrides, names=names,
+                             log=(lambda *a: None) if args.json else
+                             (lambda msg: print(msg, file=sys.stderr)))
+    except ConfigError as exc:
+        raise CLIError(str(exc)) from None
+    print(json.dumps(result) if args.json else format_area(result))
+    return 0
+
+
+def cmd_formal(args):
+    import time
+    from opengse.sim.properties import PROPERTIES, run_property
+    from opengse.sim.runner import BUILD_ROOT
+    names = args.names or list(PROPERTIES)
+    for n in names:
+        if n not in PROPERTIES:
+            raise CLIError(f"unknown property {n!r}; properties: " + ", ".join(PROPERTIES))
+    if args.list:
+        for n in names:
+            s = PROPERTIES[n].summary()
+            print(f"{n:28} {s['block']:14} {s['mode']} depth {s['depth']}: {s['asserts']}")
+            print(f"{'':28} assumes: {s['assumptions']}")
+        return 0
+    rows, status = [], 0
+    for n in names:
+        prop = PROPERTIES[n]
+        if not args.json:
+            print(f"{n}: {prop.mode} depth {prop.depth} ...", file=sys.stderr, flush=True)
+        t0 = time.monotonic()
+        r = run_property(prop, BUILD_ROOT / "formal" / f"gse-{n}", timeout=args.timeout)
+        row = {**prop.summary(), "result": r.status, "seconds": round(time.monotonic() - t0, 1)}
+        if not r.passed:
+            status = 1
+            row["log"] = str(r.workdir)
+        rows.append(row)
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        for row in rows:
+            print(f"{row['result']:7} {row['name']:28} {row['block']:14} {row['mode']:5} "
+                  f"depth {row['depth']:3}  {row['seconds']:7.1f} s  {row['asserts']}")
+            print(f"{'':8}assumes: {row['assumptions']}")
+            if "log" in row:
+                print(f"{'':8}log and trace: {row['log']}")
+    return status
+
+
 def build_parser():
     p = _Parser(prog="gse", description="OpenGSE: export, lint and benchmark the GSE switch blocks.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sp = sub.add_parser("blocks", help="list the blocks and their parameters")
     sp.set_defaults(func=cmd_blocks)
-    sp = sub.add_parser("export", help="write BLOCK as Verilog plus a JSON manifest")
-    sp.add_argument("block")
+    sp = sub.add_parser("export", help="write BLOCK (or --all blocks) as Verilog plus a "
+                                       "JSON manifest")
+    sp.add_argument("block", nargs="?")
+    sp.add_argument("--all", action="store_true",
+                    help="every block, from one configuration (-c), with a file list, an "
+                         "index and the memories once each (ASIC hand-off)")
+    sp.add_argument("-c", "--config", metavar="TOML",
+                    help="with --all: the configuration ([gse] sizes, [blocks.NAME] parameters)")
     sp.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
                     help="set a parameter (repeatable)")
     sp.add_argument("-o", "--output", required=True, metavar="DIR")
@@ -176,6 +266,23 @@ def build_parser():
     sp.add_argument("--pnr-timeout", type=int, default=None, metavar="SECONDS",
                     help="bound each place-and-route run (default: none)")
     sp.set_defaults(func=cmd_bench)
+    sp = sub.add_parser("report", help="reports for ASIC teams: `gse report area`")
+    sp.add_argument("what", choices=["area"], help="area: generic gate counts per block")
+    sp.add_argument("-c", "--config", metavar="TOML", help="the configuration (as export --all)")
+    sp.add_argument("-b", "--block", action="append", metavar="BLOCK",
+                    help="only this block (repeatable; default: every block)")
+    sp.add_argument("-o", "--output", default="build/area", metavar="DIR",
+                    help="work folder (default: build/area)")
+    sp.add_argument("--json", action="store_true", help="print one JSON object")
+    sp.set_defaults(func=cmd_report)
+    sp = sub.add_parser("formal", help="run the blocks' formal properties (yowasp-sby) and "
+                                       "print each with its result, depth and assumptions")
+    sp.add_argument("names", nargs="*", metavar="PROPERTY", help="default: every property")
+    sp.add_argument("--list", action="store_true", help="list them without running")
+    sp.add_argument("--json", action="store_true", help="print one JSON list")
+    sp.add_argument("--timeout", type=int, default=None, metavar="SECONDS",
+                    help="bound each solver run")
+    sp.set_defaults(func=cmd_formal)
     sp = sub.add_parser("run", help="the main job: export every block and benchmark each")
     sp.add_argument("-o", "--output", default="build/export", metavar="DIR")
     sp.add_argument("--seeds", default="1",

@@ -23,6 +23,7 @@ from the Verilog: every register is set by the synchronous reset ``rst``.
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from amaranth.back import rtlil
 from amaranth.hdl import (ClockDomain, ClockSignal, Elaboratable, Fragment, Instance, Module,
@@ -33,9 +34,14 @@ from amaranth.hdl._mem import MemoryInstance
 from amaranth.lib import data, stream, wiring
 from amaranth._toolchain.yosys import find_yosys
 
+from opengse.rtl.lib.sram import SRAM
 from opengse.rtl.lib.stream import is_axis
 
-__all__ = ["port_map", "export_verilog", "kept_modules", "manifest", "write_export"]
+__all__ = ["port_map", "export_verilog", "kept_modules", "sram_modules", "manifest",
+           "write_export", "WAIVERS"]
+
+#: Verilator waivers for exported Verilog, written beside every export as ``<module>.vlt``.
+WAIVERS = Path(__file__).resolve().parent / "verilator_waivers.vlt"
 
 
 def _leaves(prefix, shape, value):
@@ -119,13 +125,38 @@ def export_verilog(component, name, *, keep_modules=None):
     return _export(component, name, keep_modules)[0]
 
 
+def sram_modules(fragment):
+    """``{hierarchy path: module name}`` of every :class:`~opengse.rtl.lib.sram.SRAM` in
+    an elaborated design (the fragment of a :class:`_Flat` top): the memories that are
+    kept as modules of their own, found where they are instantiated."""
+    found = {}
+
+    def walk(frag, path):
+        for sub, sub_name, _src in frag.subfragments:
+            obj = (sub.origins or (sub,))[0]
+            sub_path = path + (sub_name,)
+            if isinstance(obj, SRAM):
+                found[".".join(sub_path[1:])] = obj.module_name
+            else:
+                walk(sub, sub_path)
+    walk(fragment, ())
+    return found
+
+
+def _keep(fragment, keep_modules):
+    # Every SRAM is kept under its shape's name; ``keep_modules`` may name other
+    # submodules to keep (an SRAM listed there still gets its shape's name).
+    return {**(keep_modules or {}), **sram_modules(fragment)}
+
+
 def _export(component, name, keep_modules):
     top = _Flat(component)
-    if not keep_modules:
-        il = rtlil.convert(top, name=name, ports=top.ports, emit_src=False)
-        return _run_yosys([il], name), []
     fragment = Fragment.get(top, None)
-    kept = _cut_kept(fragment, keep_modules)
+    keep = _keep(fragment, keep_modules)
+    if not keep:
+        il = rtlil.convert_fragment(fragment, top.ports, name, emit_src=False)[0]
+        return _run_yosys([il], name), []
+    kept = _cut_kept(fragment, keep)
     il = rtlil.convert_fragment(fragment, top.ports, name, emit_src=False)[0]
     ils = [il]
     converted = {}
@@ -155,7 +186,25 @@ def _run_yosys(ils, name):
                "write_verilog -norename -noattr"]
     yosys = find_yosys(lambda ver: ver >= (0, 40))
     verilog = yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
-    return _strip_memory_zero_init(verilog)
+    return _plain_function_names(_strip_memory_zero_init(verilog))
+
+
+def _plain_function_names(verilog):
+    # Yosys writes each multi-way mux as a Verilog function named after its cell
+    # (`\$flatten\core.$procmux$21`); Icarus Verilog takes a call to a name that starts
+    # with `$` for a system function and stops. Give each such function a plain,
+    # deterministic name (numbered in order of declaration, per module).
+    out, start = [], 0
+    for mod in re.finditer(r"^module .*?^endmodule\n", verilog, flags=re.M | re.S):
+        text = mod.group(0)
+        names = re.findall(r"^  function (?:\[[^\]]*\] )?(\\\$\S+) ;$", text, flags=re.M)
+        for k, name in enumerate(names):
+            text = re.sub(re.escape(name) + r"(?=\s)", f"gse_mux_{k}", text)
+        out.append(verilog[start:mod.start()])
+        out.append(text)
+        start = mod.end()
+    out.append(verilog[start:])
+    return "".join(out)
 
 
 def _port_ids_from_one(il):
@@ -174,6 +223,7 @@ class KeptModule:
     module: str
     ports: list
     rtlil: str = ""
+    memory: dict = None      # an SRAM's shape, ports and timing (SRAM.describe())
 
     def port_list(self):
         return [{"name": n,
@@ -182,11 +232,10 @@ class KeptModule:
                 for n, v, d in self.ports]
 
 
-def kept_modules(component, keep_modules):
+def kept_modules(component, keep_modules=None):
     """The :class:`KeptModule` list of ``component`` (elaborates it)."""
-    if not keep_modules:
-        return []
-    return _cut_kept(Fragment.get(_Flat(component), None), keep_modules)
+    fragment = Fragment.get(_Flat(component), None)
+    return _cut_kept(fragment, _keep(fragment, keep_modules))
 
 
 def _cut_kept(fragment, keep_modules):
@@ -207,7 +256,8 @@ def _cut_kept(fragment, keep_modules):
             inst_ports.append(("i" if direction == PortDirection.Input else "o", port_name, value))
         parent.subfragments[index] = (Instance(module, *inst_ports), sub_name, src_loc)
         k = KeptModule(path, module, [("clk", None, PortDirection.Input),
-                                      ("rst", None, PortDirection.Input)] + ports)
+                                      ("rst", None, PortDirection.Input)] + ports,
+                       memory=obj.describe() if isinstance(obj, SRAM) else None)
         k.rtlil = _standalone_rtlil(sub, ports, module)
         kept.append(k)
     return kept
@@ -400,20 +450,25 @@ def manifest(component, name, parameters, *, description="", keep_modules=None, 
                     "reset_active": "high", "domain": "sync"}],
         "ports": port_list,
         "interfaces": interfaces,
-        "submodules": [{"module": k.module, "path": k.path, "ports": k.port_list()}
+        "submodules": [{"module": k.module, "path": k.path, "ports": k.port_list(),
+                        **({"memory": k.memory} if k.memory else {})}
                        for k in sorted(kept, key=lambda k: (k.module, k.path))],
     }
 
 
 def write_export(component, name, parameters, out_dir, *, description="", keep_modules=None):
-    """Write ``out_dir/<name>.v`` and ``out_dir/<name>.json``; return both paths."""
-    from pathlib import Path
+    """Write ``out_dir/<name>.v``, ``out_dir/<name>.json`` (the manifest) and
+    ``out_dir/<name>.vlt`` (Verilator lint waivers); return the first two paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     v_path = out_dir / f"{name}.v"
     j_path = out_dir / f"{name}.json"
     verilog, kept = _export(component, name, keep_modules)
     doc = manifest(component, name, parameters, description=description, kept=kept)
+    # The lint waivers travel with the Verilog (each one is justified in the file).
+    w_path = out_dir / f"{name}.vlt"
+    doc["verilator_waivers"] = w_path.name
+    _write_if_changed(w_path, WAIVERS.read_text())
     _write_if_changed(v_path, verilog)
     _write_if_changed(j_path, json.dumps(doc, indent=2) + "\n")
     return v_path, j_path

@@ -1,12 +1,10 @@
 """``verilator --lint-only -Wall`` on exported Verilog, with the repo's justified waivers."""
 import subprocess
-from pathlib import Path
 
+from .export import WAIVERS
 from .tools import tool_env
 
 __all__ = ["WAIVERS", "lint"]
-
-WAIVERS = Path(__file__).resolve().parent / "verilator_waivers.vlt"
 
 
 def lint(verilog_paths, top):

@@ -81,7 +81,8 @@ class GSEConfig:
 
     # ---- block parameters -------------------------------------------------------------
     def manager_params(self):
-        return {"n_ctx": self.queues, "container_bytes": self.container_bytes}
+        return {"n_ctx": self.queues, "container_bytes": self.container_bytes,
+                "n_tenants": self.tenants}
 
     def voq_params(self):
         return {"data_width": self.data_width, "buffer_bytes": self.voq_buffer_bytes,

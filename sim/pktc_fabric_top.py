@@ -91,6 +91,5 @@ SPEC = BlockSpec(
                 "rejoin": 2, "probe_delay": 40},
         description="test-only: sprayer + link monitor + reorder buffer with a PROBE loopback, "
                     "for the emulated-fabric test",
-        keep_modules=lambda **p: {"ro.ram": "gse_reorder_ram",
-                                  "sp.seq_table": "gse_sprayer_seq_table"},
+        keep_modules=lambda **p: {"ro.ram": "gse_reorder_ram"},
 )

@@ -51,14 +51,14 @@ the healthy set and the round-robin pointer / byte loads, so it is up to 2 clock
 (round-robin) or 1 + log2(U) clocks (least-loaded: the argmin tree has a register
 per level) stale; containers are longer than that.
 """
-from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, unsigned
-from amaranth.lib import stream, wiring
-from amaranth.lib.memory import Memory
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..catalog import BlockSpec
 from ..header.gse_header import ETH_HEADER_BYTES, GSE_FIELDS, GSEFlags, pack_header
 from ..interfaces import spray_descriptor_layout
+from ..lib.sram import SRAM
 from ..lib.stream import AXIStreamSignature, check_data_width
 
 __all__ = ["ContainerSprayer", "SprayMetaLayout", "EXPORTS"]
@@ -68,28 +68,6 @@ SprayMetaLayout = spray_descriptor_layout()     # the shared record (rtl/interfa
 STAMPED = ("flags", "dst_node", "ttl", "seq", "len", "dgsq")
 LOAD_BITS = 20          # least-loaded byte counters (relative: renormalised)
 LOAD_NORM = 1 << 18
-
-
-class SeqTable(Elaboratable):
-    """Next container seq per destination node: one block RAM, registered read."""
-
-    def __init__(self, nodes):
-        self.nodes = nodes
-        abits = max(1, (nodes - 1).bit_length())
-        self.raddr = Signal(abits)
-        self.rdata = Signal(16)
-        self.wen = Signal()
-        self.waddr = Signal(abits)
-        self.wdata = Signal(16)
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.mem = mem = Memory(shape=unsigned(16), depth=self.nodes, init=[])
-        rp = mem.read_port()
-        wp = mem.write_port()
-        m.d.comb += [rp.addr.eq(self.raddr), self.rdata.eq(rp.data),
-                     wp.en.eq(self.wen), wp.addr.eq(self.waddr), wp.data.eq(self.wdata)]
-        return m
 
 
 class ContainerSprayer(wiring.Component):
@@ -163,16 +141,17 @@ class ContainerSprayer(wiring.Component):
         m.d.comb += min_load.eq(Cat(*load).word_select(choice, LOAD_BITS))
 
         # ---- seq table ------------------------------------------------------------------
-        m.submodules.seq_table = st = SeqTable(self.nodes)
-        nbits = len(st.raddr)
+        # Next container seq per destination node: one block RAM, registered read.
+        m.submodules.seq_table = st = SRAM(16, self.nodes)
+        nbits = len(st.r0_addr)
         meta = self.s_meta
-        m.d.comb += st.raddr.eq(meta.payload.dst_node[:nbits])
+        m.d.comb += st.r0_addr.eq(meta.payload.dst_node[:nbits])
         # After reset the table is cleared (one entry per clock) before the first
         # container starts, so that seq restarts at 0 together with the reorder buffers.
         clearing = Signal(init=1)
         clear_addr = Signal(nbits)
         with m.If(clearing):
-            m.d.comb += [st.wen.eq(1), st.waddr.eq(clear_addr), st.wdata.eq(0)]
+            m.d.comb += [st.w_en.eq(1), st.w_addr.eq(clear_addr), st.w_data.eq(0)]
             m.d.sync += clear_addr.eq(clear_addr + 1)
             with m.If(clear_addr == self.nodes - 1):
                 m.d.sync += clearing.eq(0)
@@ -245,7 +224,7 @@ class ContainerSprayer(wiring.Component):
         new_first = ~in_cont
         cur_first = Mux(start_data, new_first, f_first)
         cur_last = Mux(start_data, meta.payload.last, f_last)
-        cur_seq = Mux(start_data, Mux(new_first, st.rdata, c_seq), f_seq)
+        cur_seq = Mux(start_data, Mux(new_first, st.r0_data, c_seq), f_seq)
         cur_len = Mux(start_data, meta.payload.len, f_len)
         cur_dgsq = Mux(start_data, Mux(new_first, meta.payload.dgsq, c_dgsq), f_dgsq)
         cur_dst = Mux(start_data, Mux(new_first, meta.payload.dst_node, c_dst), f_dst)
@@ -255,12 +234,12 @@ class ContainerSprayer(wiring.Component):
                          f_len.eq(cur_len), f_dgsq.eq(cur_dgsq), f_ttl.eq(cur_ttl),
                          f_dst.eq(cur_dst)]
             with m.If(new_first):
-                m.d.sync += [c_seq.eq(st.rdata), c_dgsq.eq(meta.payload.dgsq),
+                m.d.sync += [c_seq.eq(st.r0_data), c_dgsq.eq(meta.payload.dgsq),
                              c_dst.eq(meta.payload.dst_node),
                              c_ttl.eq(meta.payload.ttl), cont_up.eq(choice), last_pick.eq(choice),
                              in_cont.eq(1)]
-                m.d.comb += [st.wen.eq(1), st.waddr.eq(meta.payload.dst_node[:nbits]),
-                             st.wdata.eq(st.rdata + 1)]
+                m.d.comb += [st.w_en.eq(1), st.w_addr.eq(meta.payload.dst_node[:nbits]),
+                             st.w_data.eq(st.r0_data + 1)]
                 m.d.comb += cont_start.eq(1)
 
         # In-place rewrite of the stamped header fields (bytes from pack_header).
@@ -344,7 +323,6 @@ EXPORTS = [
         description="PKTC container sprayer: stamps FIRST/LAST/seq/len/dgsq/ttl and sends each "
                     "container whole on one healthy uplink (round-robin or least-loaded); "
                     "control frames with strict priority",
-        keep_modules=lambda **p: {"seq_table": "gse_sprayer_seq_table"},
         aliases=("pktc",),
     ),
 ]

@@ -139,6 +139,7 @@ class LoopBench:
             if rd_cur is None and self.rel_done and self.rel_done[0][0] <= self.now:
                 rd_cur = self.rel_done.popleft()
                 d.s_rel_done_queue.value, d.s_rel_done_bytes.value = rd_cur[1], rd_cur[2]
+                d.s_rel_done_pkts.value = rd_cur[3]
             d.s_rel_done_valid.value = int(rd_cur is not None)
             if arr_cur is None and self.arr_q and rng.random() >= idle:
                 arr_cur = self.arr_q.popleft()
@@ -155,10 +156,10 @@ class LoopBench:
             f_pkt = pkt_cur is not None and int(d.s_pkt_ready.value)
             f_rd = rd_cur is not None and int(d.s_rel_done_ready.value)
             f_arr = arr_cur is not None and int(d.s_arr_ready.value)
-            o_pkt = (int(d.m_pkt_qid.value), int(d.m_pkt_bytes.value)) \
-                if r_pkt and int(d.m_pkt_valid.value) else None
-            o_rel = (int(d.m_rel_queue.value), int(d.m_rel_bytes.value)) \
-                if r_rel and int(d.m_rel_valid.value) else None
+            o_pkt = (int(d.m_pkt_queue.value), int(d.m_pkt_bytes.value),
+                     int(d.m_pkt_tenant.value)) if r_pkt and int(d.m_pkt_valid.value) else None
+            o_rel = (int(d.m_rel_queue.value), int(d.m_rel_credit.value),
+                     int(d.m_rel_dst_node.value)) if r_rel and int(d.m_rel_valid.value) else None
             mon_req = None
             if int(d.mon_req_valid.value):
                 mon_req = {f: int(getattr(d, f"mon_req_{f}").value)
@@ -259,9 +260,10 @@ class LoopBench:
                                                             (e[1] in ("req", "grant") and e[2] == q) or q == "all"][-400:])))
 
     # ---- VOQ buffer ------------------------------------------------------------------
-    def on_m_pkt(self, qid, nbytes, *, fresh):
+    def on_m_pkt(self, qid, nbytes, tenant, *, fresh):
         key, serial, b = self.accepted.popleft()
         assert nbytes == b, f"m_pkt bytes {nbytes}, offered {b}"
+        assert tenant == key[3] % self.p["n_tenants"], f"m_pkt tenant {tenant} for key {key}"
         old = self.qkey.get(qid)
         busy = bool(self.voq.get(qid)) or qid in self.rel_out
         if old is not None and old != key:
@@ -291,7 +293,8 @@ class LoopBench:
                 f"queue {q}: GRANT seq {g['seq']} after {self.last_seq[q]}"
         self.last_seq[q] = g["seq"]
 
-    def on_release(self, qid, credit):
+    def on_release(self, qid, credit, dst_node):
+        assert dst_node == self.qkey[qid][0], f"release of queue {qid} to node {dst_node}"
         v = self.voq.get(qid)
         assert v, f"release of {credit} B from empty queue {qid}"
         assert qid not in self.rel_out, f"second release out for queue {qid}"
@@ -305,7 +308,7 @@ class LoopBench:
         assert self.released[qid] <= self.granted.get(qid, 0) + units(MAX_PKT) * 64, \
             f"queue {qid}: released {self.released[qid]} B on {self.granted.get(qid, 0)} B of credit"
         self.rel_out.add(qid)
-        self.rel_done.append((self.now + self.rng.randrange(2, 7), qid, tot))
+        self.rel_done.append((self.now + self.rng.randrange(2, 7), qid, tot, len(sent)))
         # Random latency, but a queue's data is not reordered (the PKTC reorder buffer's job).
         lat = max(self.now + self.rng.randrange(16, 48), self.fabric_tail.get(qid, 0) + 1)
         self.fabric_tail[qid] = lat + len(sent) - 1

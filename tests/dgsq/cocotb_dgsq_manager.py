@@ -103,6 +103,7 @@ class ManagerBench:
                 rd_cur = self.rel_done.popleft()[1]
                 d.s_rel_done_queue.value = rd_cur["queue"]
                 d.s_rel_done_bytes.value = rd_cur["bytes"]
+                d.s_rel_done_pkts.value = rd_cur["pkts"]
             d.s_rel_done_valid.value = int(rd_cur is not None)
             readies = {s: int(self.rng.random() >= pause) for s in ("m_pkt", "m_req", "m_rel")}
             for s, r in readies.items():
@@ -113,7 +114,8 @@ class ManagerBench:
             fire["s_grant"] = grant_cur is not None and int(d.s_grant_ready.value)
             fire["s_rel_done"] = rd_cur is not None and int(d.s_rel_done_ready.value)
             outs = {}
-            for s, fields in (("m_pkt", ("qid", "bytes")), ("m_rel", ("queue", "bytes")),
+            for s, fields in (("m_pkt", ("queue", "tenant", "bytes")),
+                              ("m_rel", ("queue", "credit", "dst_node")),
                               ("m_req", REQ_FIELDS)):
                 if readies[s] and int(getattr(d, f"{s}_valid").value):
                     outs[s] = {f: int(getattr(d, f"{s}_{f}").value) for f in fields}
@@ -147,33 +149,39 @@ class ManagerBench:
                 src = self.inflight_pkts.popleft()
                 key = (src["dst_node"], src["port"], src["tc"], src["tenant"])
                 assert o["bytes"] == src["bytes"]
-                old = self.qkey.get(o["qid"])
+                assert o["tenant"] == src["tenant"] % self.p["n_tenants"], \
+                    f"m_pkt tenant {o['tenant']} for tenant {src['tenant']}"
+                qid = o["queue"]
+                old = self.qkey.get(qid)
                 fresh = alloc_now > self.alloc_seen      # this packet allocated its context
                 self.alloc_seen = alloc_now
                 if old is not None and old != key:
-                    assert fresh, f"context {o['qid']} of {old} given to {key}"
-                if fresh and o["qid"] in self.shadow.queues:
-                    q = self.shadow.queues[o["qid"]]
+                    assert fresh, f"context {qid} of {old} given to {key}"
+                if fresh and qid in self.shadow.queues:
+                    q = self.shadow.queues[qid]
                     assert q.backlog == 0 and not q.rel_pending, \
-                        f"context {o['qid']} reused while {old} still has backlog"
-                    del self.shadow.queues[o["qid"]]
-                self.qkey[o["qid"]] = key
-                self.voq.setdefault(o["qid"], deque()).append(o["bytes"])
-                self.shadow.enqueue(o["qid"], key, o["bytes"], self.now)
-                self.shadow.pending.discard(o["qid"])
+                        f"context {qid} reused while {old} still has backlog"
+                    del self.shadow.queues[qid]
+                self.qkey[qid] = key
+                self.voq.setdefault(qid, deque()).append(o["bytes"])
+                self.shadow.enqueue(qid, key, o["bytes"], self.now)
+                self.shadow.pending.discard(qid)
             if "m_rel" in outs:
                 o = outs["m_rel"]
                 want = self.expect_rel.pop(o["queue"], None)
-                assert want == o["bytes"], f"release {o} expected {want}"
+                assert want == o["credit"], f"release {o} expected {want}"
+                assert o["dst_node"] == self.qkey[o["queue"]][0], \
+                    f"release {o} of queue key {self.qkey[o['queue']]}"
                 sent = []
                 tot = 0
                 v = self.voq[o["queue"]]
-                while v and tot < o["bytes"]:     # credit used: lengths rounded up to units
+                while v and tot < o["credit"]:    # credit used: lengths rounded up to units
                     b = v.popleft()
                     sent.append(b)
                     tot += credit_bytes(b)
-                self.shadow.release(o["queue"], o["bytes"])
-                self.rel_done.append((self.now + self.rel_delay, {"queue": o["queue"], "bytes": tot}))
+                self.shadow.release(o["queue"], o["credit"])
+                self.rel_done.append((self.now + self.rel_delay,
+                                      {"queue": o["queue"], "bytes": tot, "pkts": len(sent)}))
                 dst, port = self.qkey[o["queue"]][:2]
                 for k, b in enumerate(sent):
                     self.arrivals.append((self.now + self.latency + k, (dst, port),

@@ -86,7 +86,9 @@ class ManagerChecker(StreamModel):
             key = (src["dst_node"], src["port"], src["tc"], src["tenant"])
             if f["bytes"] != src["bytes"]:
                 errs.append(f"bytes {f['bytes']} != {src['bytes']}")
-            qid, alloc = f["qid"], item.sampled["stat_alloc"]
+            if f["tenant"] != src["tenant"] % self.p["n_tenants"]:
+                errs.append(f"tenant index {f['tenant']} for tenant {src['tenant']}")
+            qid, alloc = f["queue"], item.sampled["stat_alloc"]
             fresh, self.alloc_seen = alloc > self.alloc_seen, alloc
             old = self.qkey.get(qid)
             if old is not None and old != key and not fresh:
@@ -116,10 +118,13 @@ class ManagerChecker(StreamModel):
                 errs.append(f"acknowledged seq {f['seq']} != {q.ack}")
         elif item.port == "m_rel":
             want = self.expect_rel.pop(f["queue"], None)
-            if want != f["bytes"]:
-                errs.append(f"release of {f['bytes']} bytes, expected {want}")
+            if want != f["credit"]:
+                errs.append(f"release of {f['credit']} bytes, expected {want}")
+            key = self.qkey.get(f["queue"])
+            if key is not None and f["dst_node"] != key[0]:
+                errs.append(f"release dst_node {f['dst_node']} for queue key {key}")
             if f["queue"] in self.shadow.queues:
-                self.shadow.release(f["queue"], f["bytes"])
+                self.shadow.release(f["queue"], f["credit"])
         return errs
 
     def on_end(self):
@@ -159,7 +164,7 @@ class ManagerLoop(uvm_component):
             n_req=64, buffer_credits=16 * 64, grant_credits=64, max_inflight=2))
 
     def _pkt(self, item):
-        qid = item.fields["qid"]
+        qid = item.fields["queue"]
         self.voq.setdefault(qid, deque()).append(item.fields["bytes"])
 
     def _req(self, item):
@@ -169,12 +174,13 @@ class ManagerLoop(uvm_component):
                                                    f["len"], f["seq"], self.now)
 
     def _rel(self, item):
-        qid, credit = item.fields["queue"], item.fields["bytes"]
+        qid, credit = item.fields["queue"], item.fields["credit"]
         v, sent, tot = self.voq[qid], [], 0
         while v and tot < credit:            # whole packets; the last may overrun
             sent.append(v.popleft())
             tot += credit_bytes(sent[-1])    # credit used: lengths rounded up to units
-        self.dones.append((self.now + self.rel_delay, {"queue": qid, "bytes": tot}))
+        self.dones.append((self.now + self.rel_delay,
+                           {"queue": qid, "bytes": tot, "pkts": len(sent)}))
         for k, b in enumerate(sent):
             self.arrivals.append((self.now + self.latency + k, self.key[qid],
                                   (NODE, qid, units(b), k == len(sent) - 1)))

@@ -49,7 +49,8 @@ from opengse.rtl.lib.stream import AXIStreamSignature
 
 __all__ = ["DGSQLoopTestbenchTop", "SPEC"]
 
-MGR_PARAMS = ("n_ctx", "refresh_cycles", "idle_cycles", "container_bytes", "ttl", "tick_shift")
+MGR_PARAMS = ("n_ctx", "refresh_cycles", "idle_cycles", "container_bytes", "ttl", "tick_shift",
+              "n_tenants")
 ARB_PARAMS = ("n_req", "buffer_credits", "grant_credits", "max_inflight", "n_tenants",
               "lease_cycles")
 MAC_SRC = 0x02_00_00_00_00_05    # locally administered: only the two ends of the link
@@ -110,7 +111,7 @@ class DGSQLoopTestbenchTop(wiring.Component):
                  port=3, link_reg=1):
         self.mgr = DGSQManager(n_ctx=n_ctx, refresh_cycles=refresh_cycles,
                                idle_cycles=idle_cycles, container_bytes=container_bytes,
-                               ttl=ttl, tick_shift=tick_shift)
+                               ttl=ttl, tick_shift=tick_shift, n_tenants=n_tenants)
         self.arb = GrantArbiter(n_req=n_req, buffer_credits=buffer_credits,
                                 grant_credits=grant_credits, max_inflight=max_inflight,
                                 n_tenants=n_tenants, lease_cycles=lease_cycles)

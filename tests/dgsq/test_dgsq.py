@@ -44,3 +44,34 @@ def test_dgsq_manager(testcase):
 @pytest.mark.parametrize("block", ["ctl_encoder", "ctl_decoder"])
 def test_control_frames(block):
     run_cocotb(block, {"data_width": 64}, "cocotb_control_frames")
+
+
+def test_manager_ports_are_shared_records():
+    """The manager's streams are the records of rtl/interfaces.py at the widths
+    GSEConfig gives, so wiring.connect joins them to any block built from the same
+    records (a signature that differs in a field name or width raises)."""
+    from amaranth.hdl import Module
+    from amaranth.lib import wiring
+
+    from opengse.rtl import interfaces
+    from opengse.rtl.config import GSEConfig
+    from opengse.rtl.dgsq.manager import DGSQManager
+
+    for cfg in (GSEConfig(), GSEConfig(queues=16, tenants=4)):
+        mgr = DGSQManager(**cfg.manager_params())
+        qb, tb = cfg.queue_bits, cfg.tenant_bits
+        records = {"s_pkt": interfaces.packet_descriptor(),
+                   "m_pkt": interfaces.queued_packet(qb, tb),
+                   "m_req": interfaces.control_header(),
+                   "s_grant": interfaces.grant_in(),
+                   "m_rel": interfaces.container_release(qb, cfg.credit_bits),
+                   "s_rel_done": interfaces.release_report(qb, cfg.credit_bits)}
+        m = Module()
+        for name, sig in records.items():
+            port = getattr(mgr, name)
+            if name.startswith("s_"):
+                wiring.connect(m, sig.create(), port)
+            else:
+                wiring.connect(m, port, sig.flip().create())
+        assert len(mgr.m_pkt.payload.tenant) == tb
+        mgr._MustUse__silence = True

@@ -1,0 +1,88 @@
+"""ContextCalc: the DGSQ manager's CALC stage, the arithmetic on a context word."""
+from amaranth import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ...header.gse_header import CREDIT_UNIT_BYTES
+from .layouts import LOG_CREDIT_UNIT, calc_layout, context_layout, operand_layout
+
+__all__ = ["ContextCalc"]
+
+
+def _chunks_equal(a, b, width=2):
+    """Equality of ``a`` and ``b`` per ``width``-bit chunk (one LUT4 each): the vector is
+    registered and ANDed one stage later."""
+    return Cat(a[i:i + width] == b[i:i + width] for i in range(0, len(a), width))
+
+
+class ContextCalc(wiring.Component):
+    """Every adder and comparator the WRITE decisions need, on the memory's read data.
+
+    Interface: ``en`` (the engine's CALC clock), ``cur`` (the context memory's read
+    data: the word of the event's context), the event's operands ``op``, ``now`` (the
+    coarse time), the live set ``valid`` and the ``pending`` bits with the event's
+    context ``q_sel`` (bit selects), ``q_dec`` (one-hot decode) and ``fresh`` (the packet
+    allocated it) in. Out: ``c``, the context word as read, and ``res``
+    (:func:`~.layouts.calc_layout`: sums, differences and signs for every event kind,
+    one carry chain each, and the context's one-hot, live and pending bits).
+
+    Timing: all registered in the ``en`` clock, held until the next one: WRITE, the
+    clock after CALC, sees only registers (no adder on the read data's path to an
+    output or to the write-back).
+    """
+
+    def __init__(self, n_ctx, container_units):
+        self.n_ctx = n_ctx
+        self.container_units = container_units
+        qb = max(1, (n_ctx - 1).bit_length())
+        super().__init__({
+            "en": In(1),
+            "cur": In(context_layout()),
+            "op": In(operand_layout()),
+            "now": In(16),
+            "valid": In(n_ctx),
+            "pending": In(n_ctx),
+            "q_sel": In(qb),
+            "q_dec": In(qb),
+            "fresh": In(1),
+            "c": Out(context_layout()),
+            "res": Out(calc_layout(n_ctx)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.n_ctx
+        CU = self.container_units
+        LCU = LOG_CREDIT_UNIT
+        cur, op, res, now = self.cur, self.op, self.res, self.now
+        # Comparisons as subtractions whose sign is the answer: one carry chain each.
+        g_pos_d = (op.g_neg - cur.balance)[-1]           # balance + credit > 0
+        r_gt_d = (op.rel_bytes - cur.backlog)[-1]        # backlog > bytes (borrow)
+        r_a_pos_d = (op.rel_bytes - cur.bal_pg)[-1]      # balance + pg - bytes > 0
+        with m.If(self.en):
+            m.d.sync += [
+                res.qoh.eq(Cat(self.q_dec == i for i in range(n))),
+                res.valid_q.eq(self.valid.bit_select(self.q_sel, 1) | self.fresh),
+                res.pend_q.eq(self.pending.bit_select(self.q_sel, 1)),
+                self.c.eq(cur),
+                res.p_nb.eq(cur.backlog + Cat(C(0, LCU), op.pkt_cu)),
+                res.p_thr.eq(cur.view + (CU - 1)),
+                res.r_diff.eq(cur.backlog - op.rel_bytes),
+                res.r_gt.eq(r_gt_d),
+                res.r_neg.eq((cur.balance - op.rel_bytes)[-1]),
+                res.r_a.eq(cur.bal_pg - op.rel_bytes),
+                res.r_a_pos.eq(r_a_pos_d),
+                res.pg_nz.eq(cur.pg != 0),
+                res.g_pg.eq(cur.pg + (op.g_len << 6)),
+                res.g_balpg.eq(cur.bal_pg + (op.g_len << 6)),
+                res.g_credit.eq(cur.balance + (op.g_len << 6)),
+                res.g_pos.eq(g_pos_d),
+                res.g_vdiff.eq(cur.view - op.g_len),
+                res.g_keq.eq(Cat(_chunks_equal(cur.dst_node, op.g_src_node),
+                                 _chunks_equal(cur.port, op.g_port))),
+                res.u_sum.eq((cur.backlog + (CREDIT_UNIT_BYTES - 1))[6:]),
+                res.e_req.eq(now - cur.ts_req),
+                res.e_grant.eq(now - cur.ts_grant),
+                res.e_act.eq(now - cur.ts_act),
+            ]
+        return m
