@@ -27,6 +27,7 @@ BLOCK_MODULES = [
     "opengse.rtl.dgsq.control_demux",
     "opengse.rtl.dgsq.grant_framing",
     "opengse.rtl.dgsq.container_framing",
+    "opengse.rtl.tops.spine",
 ]
 
 
