@@ -49,7 +49,8 @@ class GSESpine(wiring.Component):
       ``route_rd_port``: combinational read-back of one entry.
     * ``stat_<counter>_<i>`` per input: ``frames_in`` (last beats taken), the
       parser's drops ``drop_runt``, ``drop_ver``, ``drop_type``, ``drop_ttl`` (ttl 0 on
-      arrival), ``drop_not_gse`` (no GSE EtherType), ``drop_no_route``, and
+      arrival), ``drop_not_gse`` (no GSE EtherType), ``drop_no_route`` (``dst_node`` >=
+      ``nodes``, or its entry has no port), and
       ``err_len`` (DATA ``len`` wrong: flagged in ``tuser``, then dropped at the output);
       per output: ``frames_out``, ``ctl_out`` (of which control), ``drop_bad`` (frames
       with ``tuser`` on their last beat, dropped whole by the output queue),
@@ -103,7 +104,8 @@ class GSESpine(wiring.Component):
             port = table[h.dst_node]
             control = (h.type == GSEType.REQUEST) | (h.type == GSEType.GRANT) | \
                       (h.type == GSEType.PROBE)
-            return Mux(~h.gse | (port >= n), 2 * n, Mux(control, port, n + port))
+            unrouted = (h.dst_node >= self.nodes) | (port >= n)
+            return Mux(~h.gse | unrouted, 2 * n, Mux(control, port, n + port))
 
         demuxes = []
         for i in range(n):
@@ -123,7 +125,7 @@ class GSESpine(wiring.Component):
             with m.If(h.valid & h.ready):
                 with m.If(~h.payload.gse):
                     m.d.sync += self.stat_drop_not_gse[i].eq(self.stat_drop_not_gse[i] + 1)
-                with m.Elif(table[h.payload.dst_node] >= n):
+                with m.Elif((h.payload.dst_node >= self.nodes) | (table[h.payload.dst_node] >= n)):
                     m.d.sync += self.stat_drop_no_route[i].eq(self.stat_drop_no_route[i] + 1)
             for name in ("drop_runt", "drop_ver", "drop_type", "drop_ttl", "err_len"):
                 m.d.comb += getattr(self, f"stat_{name}")[i].eq(getattr(parser, f"stat_{name}"))
