@@ -277,6 +277,11 @@ async def test_full_rate(dut):
             tb.send(i, tb.gse_frame(0, (i + 1) % tb.n, length=1000))
     await tb.drain()
     tb.check([12] * tb.n)
+    for i in range(tb.n):
+        o = (i + 1) % tb.n
+        dut._log.info("input %d -> output %d: first beat in at clock %d, first beat out "
+                      "at clock %d (%d clocks, 125-beat frames)", i, o, beats_in[i][0],
+                      beats_out[o][0], beats_out[o][0] - beats_in[i][0])
     for name, beats in (("input", beats_in), ("output", beats_out)):
         for i, b in enumerate(beats):
             assert len(b) == 12 * 125, f"{name} {i}: {len(b)} beats"
