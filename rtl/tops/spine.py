@@ -8,7 +8,8 @@ from ..header.gse_header import ETH_HEADER_BYTES, GSE_ETHERTYPE, GSEType
 from ..header.parser import GSEParser, ParsedHeaderLayout
 from ..lib.packet_demux import PacketDemux
 from ..lib.packet_mux import PRIORITY, ROUND_ROBIN, PacketMux
-from ..lib.stream import AXIStreamSignature, check_data_width
+from ..lib.skid_buffer import SkidBuffer
+from ..lib.stream import AXIStreamSignature, axis_beat_layout, check_data_width
 from .packet_buffer import PacketBuffer
 
 __all__ = ["GSESpine", "route_layout", "EXPORTS"]
@@ -56,9 +57,10 @@ class GSESpine(wiring.Component):
       with ``tuser`` on their last beat, dropped whole by the output queue),
       ``drop_oversize`` (longer than the data queue). All 32-bit, wrapping.
 
-    Path of a frame: parser (strip 0; checks within the first 32 bytes) -> ttl
+    Path of a frame: parser (strip 0; checks within the first 32 bytes) -> skid -> ttl
     decrement -> demux by table lookup to its output's control (REQUEST, GRANT,
-    PROBE) or data round-robin mux -> that output's control or data store-and-forward
+    PROBE) or data round-robin mux -> skid buffer -> that output's control or data
+    store-and-forward
     queue -> strict-priority mux (control first, whole packets) -> ``m_axis_<o>``.
     A full queue stalls its mux and so the inputs that feed it (lossless). An input
     whose head frame waits for its output waits whole (head-of-line blocking between
@@ -116,7 +118,10 @@ class GSESpine(wiring.Component):
             demuxes.append(demux)
             wiring.connect(m, wiring.flipped(self.s_axis[i]), parser.s_axis)
             wiring.connect(m, parser.m_hdr, demux.s_sel)
-            self._ttl_decrement(m, parser.m_axis, demux.s_axis)
+            # the skid cuts the ready path from the outputs back into the parser
+            m.submodules[f"in_skid_{i}"] = skid = SkidBuffer(axis_beat_layout(w))
+            wiring.connect(m, parser.m_axis, skid.s)
+            self._ttl_decrement(m, skid.m, demux.s_axis)
 
             s = self.s_axis[i]
             with m.If(s.valid & s.ready & s.payload.last):
@@ -142,8 +147,11 @@ class GSESpine(wiring.Component):
             for i in range(n):
                 wiring.connect(m, demuxes[i].m_axis[o], ctl_mux.s_axis[i])
                 wiring.connect(m, demuxes[i].m_axis[n + o], data_mux.s_axis[i])
-            wiring.connect(m, ctl_mux.m_axis, ctl_buf.s_axis)
-            wiring.connect(m, data_mux.m_axis, data_buf.s_axis)
+            # skids cut the ready path from each queue's full flag back into the muxes
+            for name, mux, buf in (("ctl", ctl_mux, ctl_buf), ("data", data_mux, data_buf)):
+                m.submodules[f"{name}_skid_{o}"] = skid = SkidBuffer(axis_beat_layout(w))
+                wiring.connect(m, mux.m_axis, skid.s)
+                wiring.connect(m, skid.m, buf.s_axis)
             wiring.connect(m, ctl_buf.m_axis, out_mux.s_axis[0])
             wiring.connect(m, data_buf.m_axis, out_mux.s_axis[1])
             wiring.connect(m, out_mux.m_axis, wiring.flipped(self.m_axis[o]))
