@@ -152,8 +152,12 @@ class GSESpine(wiring.Component):
                 m.submodules[f"{name}_skid_{o}"] = skid = SkidBuffer(axis_beat_layout(w))
                 wiring.connect(m, mux.m_axis, skid.s)
                 wiring.connect(m, skid.m, buf.s_axis)
-            wiring.connect(m, ctl_buf.m_axis, out_mux.s_axis[0])
-            wiring.connect(m, data_buf.m_axis, out_mux.s_axis[1])
+            # and skids after the queues: the SRAM read address no longer waits for the
+            # priority mux's tready
+            for k, (name, buf) in enumerate((("ctl", ctl_buf), ("data", data_buf))):
+                m.submodules[f"{name}_out_skid_{o}"] = skid = SkidBuffer(axis_beat_layout(w))
+                wiring.connect(m, buf.m_axis, skid.s)
+                wiring.connect(m, skid.m, out_mux.s_axis[k])
             wiring.connect(m, out_mux.m_axis, wiring.flipped(self.m_axis[o]))
             m.d.comb += [
                 self.stat_ctl_out[o].eq(out_mux.stat_packets[0]),
