@@ -61,7 +61,7 @@ class GSESpine(wiring.Component):
     decrement -> demux by table lookup to its output's control (REQUEST, GRANT,
     PROBE) or data round-robin mux -> skid buffer -> that output's control or data
     store-and-forward
-    queue -> strict-priority mux (control first, whole packets) -> ``m_axis_<o>``.
+    queue -> skid -> strict-priority mux (control first, whole packets) -> ``m_axis_<o>``.
     A full queue stalls its mux and so the inputs that feed it (lossless). An input
     whose head frame waits for its output waits whole (head-of-line blocking between
     outputs; see docs/spine.md).
