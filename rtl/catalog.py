@@ -29,6 +29,7 @@ BLOCK_MODULES = [
     "opengse.rtl.dgsq.grant_framing",
     "opengse.rtl.dgsq.container_framing",
     "opengse.rtl.mac.mac",
+    "opengse.rtl.tops.spine",
 ]
 
 

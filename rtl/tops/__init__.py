@@ -1,0 +1,1 @@
+"""Composed tops: the GSF spine switch (and, later, the leaf)."""

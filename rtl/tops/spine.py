@@ -1,0 +1,197 @@
+"""GSESpine: the GSF spine switch (forward by dst_node, control ahead of data, ttl)."""
+from amaranth.hdl import Array, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..catalog import BlockSpec
+from ..header.gse_header import ETH_HEADER_BYTES, GSE_ETHERTYPE, GSEType
+from ..header.parser import GSEParser, ParsedHeaderLayout
+from ..lib.packet_demux import PacketDemux
+from ..lib.packet_mux import PRIORITY, ROUND_ROBIN, PacketMux
+from ..lib.skid_buffer import SkidBuffer
+from ..lib.stream import AXIStreamSignature, axis_beat_layout, check_data_width
+from .packet_buffer import PacketBuffer
+
+__all__ = ["GSESpine", "route_layout", "EXPORTS"]
+
+TTL_BYTE = ETH_HEADER_BYTES + 9     # header byte 9 = frame byte 23
+CONTROL_BYTES = 1024                # the control queue of each output
+INPUT_COUNTERS = ("frames_in", "drop_runt", "drop_ver", "drop_type", "drop_ttl",
+                  "drop_not_gse", "drop_no_route", "err_len")
+OUTPUT_COUNTERS = ("frames_out", "ctl_out", "drop_bad", "drop_oversize")
+
+
+def route_layout(ports, nodes):
+    """A forwarding-table write: ``port`` >= ``ports`` removes the node's route."""
+    return data.StructLayout({"node": range(nodes), "port": range(ports + 1)})
+
+
+def _beats(nbytes, bytes_per_beat):
+    depth = 2
+    while depth * bytes_per_beat < nbytes:
+        depth *= 2
+    return depth
+
+
+class GSESpine(wiring.Component):
+    """The GSF spine: N fabric ports, forwarding by ``dst_node`` through a table.
+
+    Parameters: ``ports`` N (2..8), ``data_width`` (64), ``nodes`` (table depth, a power
+    of two), ``buffer_bytes`` (data queue per output, rounded up to a power of two
+    beats; default 18432 = two 9000 B frames and change), ``ethertype``.
+
+    Interface:
+
+    * ``s_axis_<i>`` / ``m_axis_<i>``: fabric port i (AXI4-Stream; ``tuser`` on a last
+      beat = bad frame). Frames leave with ``ttl`` one lower, otherwise unchanged.
+    * ``s_route`` (valid/ready, always ready): write ``{node, port}`` into the table;
+      it applies to every frame whose header is looked up from the next clock on.
+      After reset every node has no route (``port`` = N). ``route_rd_node`` /
+      ``route_rd_port``: combinational read-back of one entry.
+    * ``stat_<counter>_<i>`` per input: ``frames_in`` (last beats taken), the
+      parser's drops ``drop_runt``, ``drop_ver``, ``drop_type``, ``drop_ttl`` (ttl 0 on
+      arrival), ``drop_not_gse`` (no GSE EtherType), ``drop_no_route`` (``dst_node`` >=
+      ``nodes``, or its entry has no port), and
+      ``err_len`` (DATA ``len`` wrong: flagged in ``tuser``, then dropped at the output);
+      per output: ``frames_out``, ``ctl_out`` (of which control), ``drop_bad`` (frames
+      with ``tuser`` on their last beat, dropped whole by the output queue),
+      ``drop_oversize`` (longer than the data queue). All 32-bit, wrapping.
+
+    Path of a frame: parser (strip 0; checks within the first 32 bytes) -> skid -> ttl
+    decrement -> demux by table lookup to its output's control (REQUEST, GRANT,
+    PROBE) or data round-robin mux -> skid buffer -> that output's control or data
+    store-and-forward
+    queue -> skid -> strict-priority mux (control first, whole packets) -> ``m_axis_<o>``.
+    A full queue stalls its mux and so the inputs that feed it (lossless). An input
+    whose head frame waits for its output waits whole (head-of-line blocking between
+    outputs; see docs/spine.md).
+    """
+
+    def __init__(self, ports=4, data_width=64, nodes=16, buffer_bytes=18432,
+                 ethertype=GSE_ETHERTYPE):
+        if not isinstance(ports, int) or not 2 <= ports <= 8:
+            raise ValueError(f"ports must be 2..8, not {ports!r}")
+        if not isinstance(nodes, int) or nodes < 2 or nodes & (nodes - 1):
+            raise ValueError(f"nodes must be a power of two >= 2, not {nodes!r}")
+        if buffer_bytes < 64:
+            raise ValueError(f"buffer_bytes must be >= 64, not {buffer_bytes!r}")
+        self.ports, self.nodes, self.ethertype = ports, nodes, ethertype
+        self.data_width = check_data_width(data_width)
+        self.data_depth = _beats(buffer_bytes, self.data_width // 8)
+        self.ctl_depth = _beats(CONTROL_BYTES, self.data_width // 8)
+        sig = AXIStreamSignature(data_width)
+        members = {
+            "s_axis": In(sig).array(ports),
+            "m_axis": Out(sig).array(ports),
+            "s_route": In(stream.Signature(route_layout(ports, nodes))),
+            "route_rd_node": In(range(nodes)),
+            "route_rd_port": Out(range(ports + 1)),
+        }
+        for name in INPUT_COUNTERS + OUTPUT_COUNTERS:
+            members[f"stat_{name}"] = Out(32).array(ports)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        n, w = self.ports, self.data_width
+
+        # -- forwarding table (registers; port n = no route)
+        table = Array(Signal(range(n + 1), name=f"route_{k}", init=n)
+                      for k in range(self.nodes))
+        m.d.comb += [self.s_route.ready.eq(1), self.route_rd_port.eq(table[self.route_rd_node])]
+        with m.If(self.s_route.valid):
+            m.d.sync += table[self.s_route.payload.node].eq(self.s_route.payload.port)
+
+        def route(h):
+            port = table[h.dst_node]
+            control = (h.type == GSEType.REQUEST) | (h.type == GSEType.GRANT) | \
+                      (h.type == GSEType.PROBE)
+            unrouted = (h.dst_node >= self.nodes) | (port >= n)
+            return Mux(~h.gse | unrouted, 2 * n, Mux(control, port, n + port))
+
+        demuxes = []
+        for i in range(n):
+            parser = GSEParser(w, strip=0, ethertype=self.ethertype)
+            demux = PacketDemux(2 * n, w, sel_layout=ParsedHeaderLayout, route=route)
+            m.submodules[f"parser_{i}"] = parser
+            m.submodules[f"demux_{i}"] = demux
+            demuxes.append(demux)
+            wiring.connect(m, wiring.flipped(self.s_axis[i]), parser.s_axis)
+            wiring.connect(m, parser.m_hdr, demux.s_sel)
+            # the skid cuts the ready path from the outputs back into the parser
+            m.submodules[f"in_skid_{i}"] = skid = SkidBuffer(axis_beat_layout(w))
+            wiring.connect(m, parser.m_axis, skid.s)
+            self._ttl_decrement(m, skid.m, demux.s_axis)
+
+            s = self.s_axis[i]
+            with m.If(s.valid & s.ready & s.payload.last):
+                m.d.sync += self.stat_frames_in[i].eq(self.stat_frames_in[i] + 1)
+            h = parser.m_hdr
+            with m.If(h.valid & h.ready):
+                with m.If(~h.payload.gse):
+                    m.d.sync += self.stat_drop_not_gse[i].eq(self.stat_drop_not_gse[i] + 1)
+                with m.Elif((h.payload.dst_node >= self.nodes) | (table[h.payload.dst_node] >= n)):
+                    m.d.sync += self.stat_drop_no_route[i].eq(self.stat_drop_no_route[i] + 1)
+            for name in ("drop_runt", "drop_ver", "drop_type", "drop_ttl", "err_len"):
+                m.d.comb += getattr(self, f"stat_{name}")[i].eq(getattr(parser, f"stat_{name}"))
+
+        for o in range(n):
+            ctl_mux = PacketMux(n, w, policy=ROUND_ROBIN)
+            data_mux = PacketMux(n, w, policy=ROUND_ROBIN)
+            ctl_buf = PacketBuffer(self.ctl_depth, w)
+            data_buf = PacketBuffer(self.data_depth, w)
+            out_mux = PacketMux(2, w, policy=PRIORITY)
+            for name, sub in (("ctl_mux", ctl_mux), ("data_mux", data_mux), ("ctl_buf", ctl_buf),
+                              ("data_buf", data_buf), ("out_mux", out_mux)):
+                m.submodules[f"{name}_{o}"] = sub
+            for i in range(n):
+                wiring.connect(m, demuxes[i].m_axis[o], ctl_mux.s_axis[i])
+                wiring.connect(m, demuxes[i].m_axis[n + o], data_mux.s_axis[i])
+            # skids cut the ready path from each queue's full flag back into the muxes
+            for name, mux, buf in (("ctl", ctl_mux, ctl_buf), ("data", data_mux, data_buf)):
+                m.submodules[f"{name}_skid_{o}"] = skid = SkidBuffer(axis_beat_layout(w))
+                wiring.connect(m, mux.m_axis, skid.s)
+                wiring.connect(m, skid.m, buf.s_axis)
+            # and skids after the queues: the SRAM read address no longer waits for the
+            # priority mux's tready
+            for k, (name, buf) in enumerate((("ctl", ctl_buf), ("data", data_buf))):
+                m.submodules[f"{name}_out_skid_{o}"] = skid = SkidBuffer(axis_beat_layout(w))
+                wiring.connect(m, buf.m_axis, skid.s)
+                wiring.connect(m, skid.m, out_mux.s_axis[k])
+            wiring.connect(m, out_mux.m_axis, wiring.flipped(self.m_axis[o]))
+            m.d.comb += [
+                self.stat_ctl_out[o].eq(out_mux.stat_packets[0]),
+                self.stat_frames_out[o].eq(out_mux.stat_packets[0] + out_mux.stat_packets[1]),
+                self.stat_drop_bad[o].eq(ctl_buf.stat_drop_bad + data_buf.stat_drop_bad),
+                self.stat_drop_oversize[o].eq(ctl_buf.stat_drop_oversize
+                                              + data_buf.stat_drop_oversize),
+            ]
+        return m
+
+    def _ttl_decrement(self, m, src, dst):
+        """``dst`` = ``src`` with frame byte 23 (``ttl``) one lower; no register."""
+        bpb = self.data_width // 8
+        beat_of, lane = divmod(TTL_BYTE, bpb)
+        beat = Signal(range(beat_of + 2))
+        m.d.comb += [dst.valid.eq(src.valid), src.ready.eq(dst.ready),
+                     dst.payload.eq(src.payload)]
+        with m.If(beat == beat_of):
+            m.d.comb += dst.payload.data.word_select(lane, 8).eq(
+                src.payload.data.word_select(lane, 8) - 1)
+        with m.If(src.valid & src.ready):
+            with m.If(src.payload.last):
+                m.d.sync += beat.eq(0)
+            with m.Elif(beat <= beat_of):
+                m.d.sync += beat.eq(beat + 1)
+
+
+EXPORTS = [
+    BlockSpec(
+        name="spine", module="gse_spine", factory=GSESpine,
+        params={"ports": 4, "data_width": 64, "nodes": 16, "buffer_bytes": 18432,
+                "ethertype": GSE_ETHERTYPE},
+        description="GSF spine switch: N fabric ports, forwarding by dst_node through a "
+                    "table, ttl decrement, control frames ahead of data at every output, "
+                    "lossless store-and-forward output queues that drop bad frames whole",
+    ),
+]
