@@ -9,10 +9,11 @@ table: what becomes of one frame arriving on a fabric port.
 as ``bad``), or ``(out_port, control, frame_out)`` with ``frame_out`` the frame with its
 ``ttl`` (frame byte 23) one lower.
 """
+
 __all__ = ["SpineModel", "GSE_ETHERTYPE", "CONTROL_TYPES"]
 
 GSE_ETHERTYPE = 0x88B5
-CONTROL_TYPES = (1, 2, 3)          # REQUEST, GRANT, PROBE
+CONTROL_TYPES = (1, 2, 3)  # REQUEST, GRANT, PROBE
 TAG_BYTES = 18
 
 

@@ -203,6 +203,71 @@ BLOCK_REGISTERS = {
             "stat_drop_other": "frames not v1 DATA, or from a source out of range",
         },
     ),
+    "control_demux": BlockRegisters(
+        "decoded control headers to the arbiter and the manager (rtl/dgsq/control_demux.py)",
+        {
+            "stat_requests": "REQUESTs passed to the grant arbiter",
+            "stat_grants": "GRANTs passed to the DGSQ manager",
+            "stat_drop_type": "control headers of another type (dropped)",
+        },
+    ),
+    "grant_framing": BlockRegisters(
+        "grant decisions to GRANT headers (rtl/dgsq/grant_framing.py)",
+        {
+            "node_id": "this leaf's node id (`src_node` of its GRANTs)",
+            "port": "the egress port whose arbiter this is (`port` of its GRANTs)",
+            "stat_grants": "GRANT headers sent",
+        },
+    ),
+    "container_framing": BlockRegisters(
+        "releases to the VOQ and the sprayer's descriptors (rtl/dgsq/container_framing.py)",
+        {
+            "stat_releases": "releases passed to the VOQ buffer",
+            "stat_empty_releases": "releases that sent no packet (queue empty or no credit)",
+        },
+    ),
+    "packet_mux": BlockRegisters(
+        "whole-packet multiplexer (rtl/lib/packet_mux.py)", {"stat_packets": "packets taken from input `i`"}
+    ),
+    "packet_demux": BlockRegisters(
+        "whole-packet demultiplexer (rtl/lib/packet_demux.py)",
+        {"stat_drop_unrouted": "packets whose select named no output (dropped whole)"},
+    ),
+    "skid_buffer": BlockRegisters("two-entry register slice (rtl/lib/skid_buffer.py)", {}),
+    "rgmii_mac": BlockRegisters(
+        "RGMII 1 Gb/s MAC (rtl/mac/mac.py)",
+        {
+            "stat_rx_good": "frames received with a good FCS",
+            "stat_rx_error": "frames received with an RX error (rx_ctl), passed flagged",
+            "stat_rx_runt": "frames shorter than 64 bytes with FCS, passed flagged",
+            "stat_rx_bad_fcs": "frames with a bad FCS, passed flagged",
+            "stat_rx_overrun": "frames cut or dropped because the core side was full",
+            "stat_rx_no_sfd": "carrier events without a start-of-frame delimiter",
+            "stat_tx_frames": "frames sent",
+            "stat_tx_bad": "frames sent with an inverted FCS (flagged bad in `tuser`)",
+            "stat_tx_underrun": "frames cut off with tx_er (data came too late)",
+        },
+        wired=("rgmii_rxd", "rgmii_rx_ctl", "rgmii_txd", "rgmii_tx_ctl", "rgmii_txc"),
+    ),
+    "spine": BlockRegisters(
+        "GSF spine switch (rtl/tops/spine.py)",
+        {
+            "route_rd_node": "node whose route `route_rd_port` shows",
+            "route_rd_port": "output port of node `route_rd_node` (>= ports: no route)",
+            "stat_frames_in": "frames received on port `i`",
+            "stat_drop_runt": "frames dropped on port `i`: shorter than the 32-byte header",
+            "stat_drop_ver": "frames dropped on port `i`: `ver` is not 1",
+            "stat_drop_type": "frames dropped on port `i`: reserved `type`",
+            "stat_drop_ttl": "frames dropped on port `i`: `ttl` 0 on arrival",
+            "stat_drop_not_gse": "frames dropped on port `i`: not the GSE EtherType",
+            "stat_drop_no_route": "frames dropped on port `i`: no route for `dst_node`",
+            "stat_err_len": "DATA frames on port `i` whose `len` disagrees (passed flagged)",
+            "stat_frames_out": "frames sent on port `i`",
+            "stat_ctl_out": "control frames sent on port `i`",
+            "stat_drop_bad": "frames for port `i` dropped whole: flagged bad in `tuser`",
+            "stat_drop_oversize": "frames for port `i` dropped: larger than its queue",
+        },
+    ),
 }
 
 

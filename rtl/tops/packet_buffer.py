@@ -1,4 +1,5 @@
 """PacketBuffer: a store-and-forward packet FIFO in SRAM that drops bad frames whole."""
+
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -30,13 +31,15 @@ class PacketBuffer(wiring.Component):
             raise ValueError(f"depth must be a power of two >= 2, not {depth!r}")
         self.depth = depth
         self.data_width = check_data_width(data_width)
-        super().__init__({
-            "s_axis": In(AXIStreamSignature(data_width)),
-            "m_axis": Out(AXIStreamSignature(data_width)),
-            "level": Out(range(depth + 1)),
-            "stat_drop_bad": Out(32),
-            "stat_drop_oversize": Out(32),
-        })
+        super().__init__(
+            {
+                "s_axis": In(AXIStreamSignature(data_width)),
+                "m_axis": Out(AXIStreamSignature(data_width)),
+                "level": Out(range(depth + 1)),
+                "stat_drop_bad": Out(32),
+                "stat_drop_oversize": Out(32),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -46,18 +49,18 @@ class PacketBuffer(wiring.Component):
         m.submodules.mem = mem = SRAM(w + kw + 1, self.depth)
         s, o = self.s_axis, self.m_axis
 
-        wr = Signal(aw + 1)        # next write (speculative, inside the current packet)
-        cw = Signal(aw + 1)        # end of the last committed packet
-        cw_d = Signal(aw + 1)      # cw one clock later: the SRAM read register has caught up
-        rd = Signal(aw + 1)        # next beat to leave
-        discard = Signal()         # throwing away the rest of an oversize packet
+        wr = Signal(aw + 1)  # next write (speculative, inside the current packet)
+        cw = Signal(aw + 1)  # end of the last committed packet
+        cw_d = Signal(aw + 1)  # cw one clock later: the SRAM read register has caught up
+        rd = Signal(aw + 1)  # next beat to leave
+        discard = Signal()  # throwing away the rest of an oversize packet
 
         full = Signal()
-        m.d.comb += [full.eq((wr - rd)[:aw + 1] == self.depth), self.level.eq(wr - rd)]
+        m.d.comb += [full.eq((wr - rd)[: aw + 1] == self.depth), self.level.eq(wr - rd)]
         m.d.sync += cw_d.eq(cw)
 
         # -- write side
-        oversize = full & (cw == rd)          # only the packet being written is inside
+        oversize = full & (cw == rd)  # only the packet being written is inside
         m.d.comb += s.ready.eq(~full | discard | oversize)
         take = s.valid & s.ready
         with m.If(take):
@@ -69,8 +72,11 @@ class PacketBuffer(wiring.Component):
                 with m.If(~discard):
                     m.d.sync += [wr.eq(cw), self.stat_drop_oversize.eq(self.stat_drop_oversize + 1)]
             with m.Else():
-                m.d.comb += [mem.w_en.eq(1), mem.w_addr.eq(wr[:aw]),
-                             mem.w_data.eq(Cat(s.payload.data, s.payload.keep, s.payload.last))]
+                m.d.comb += [
+                    mem.w_en.eq(1),
+                    mem.w_addr.eq(wr[:aw]),
+                    mem.w_data.eq(Cat(s.payload.data, s.payload.keep, s.payload.last)),
+                ]
                 with m.If(s.payload.last & s.payload.user):
                     m.d.sync += [wr.eq(cw), self.stat_drop_bad.eq(self.stat_drop_bad + 1)]
                 with m.Elif(s.payload.last):
@@ -84,7 +90,7 @@ class PacketBuffer(wiring.Component):
             o.valid.eq(rd != cw_d),
             mem.r0_addr.eq((rd + advance)[:aw]),
             o.payload.data.eq(mem.r0_data[:w]),
-            o.payload.keep.eq(mem.r0_data[w:w + kw]),
+            o.payload.keep.eq(mem.r0_data[w : w + kw]),
             o.payload.last.eq(mem.r0_data[w + kw]),
             o.payload.user.eq(0),
         ]

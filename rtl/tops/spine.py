@@ -1,4 +1,5 @@
 """GSESpine: the GSF spine switch (forward by dst_node, control ahead of data, ttl)."""
+
 from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -14,10 +15,18 @@ from .packet_buffer import PacketBuffer
 
 __all__ = ["GSESpine", "route_layout", "EXPORTS"]
 
-TTL_BYTE = ETH_HEADER_BYTES + 9     # header byte 9 = frame byte 23
-CONTROL_BYTES = 1024                # the control queue of each output
-INPUT_COUNTERS = ("frames_in", "drop_runt", "drop_ver", "drop_type", "drop_ttl",
-                  "drop_not_gse", "drop_no_route", "err_len")
+TTL_BYTE = ETH_HEADER_BYTES + 9  # header byte 9 = frame byte 23
+CONTROL_BYTES = 1024  # the control queue of each output
+INPUT_COUNTERS = (
+    "frames_in",
+    "drop_runt",
+    "drop_ver",
+    "drop_type",
+    "drop_ttl",
+    "drop_not_gse",
+    "drop_no_route",
+    "err_len",
+)
 OUTPUT_COUNTERS = ("frames_out", "ctl_out", "drop_bad", "drop_oversize")
 
 
@@ -67,8 +76,7 @@ class GSESpine(wiring.Component):
     outputs; see docs/spine.md).
     """
 
-    def __init__(self, ports=4, data_width=64, nodes=16, buffer_bytes=18432,
-                 ethertype=GSE_ETHERTYPE):
+    def __init__(self, ports=4, data_width=64, nodes=16, buffer_bytes=18432, ethertype=GSE_ETHERTYPE):
         if not isinstance(ports, int) or not 2 <= ports <= 8:
             raise ValueError(f"ports must be 2..8, not {ports!r}")
         if not isinstance(nodes, int) or nodes < 2 or nodes & (nodes - 1):
@@ -96,16 +104,14 @@ class GSESpine(wiring.Component):
         n, w = self.ports, self.data_width
 
         # -- forwarding table (registers; port n = no route)
-        table = Array(Signal(range(n + 1), name=f"route_{k}", init=n)
-                      for k in range(self.nodes))
+        table = Array(Signal(range(n + 1), name=f"route_{k}", init=n) for k in range(self.nodes))
         m.d.comb += [self.s_route.ready.eq(1), self.route_rd_port.eq(table[self.route_rd_node])]
         with m.If(self.s_route.valid):
             m.d.sync += table[self.s_route.payload.node].eq(self.s_route.payload.port)
 
         def route(h):
             port = table[h.dst_node]
-            control = (h.type == GSEType.REQUEST) | (h.type == GSEType.GRANT) | \
-                      (h.type == GSEType.PROBE)
+            control = (h.type == GSEType.REQUEST) | (h.type == GSEType.GRANT) | (h.type == GSEType.PROBE)
             unrouted = (h.dst_node >= self.nodes) | (port >= n)
             return Mux(~h.gse | unrouted, 2 * n, Mux(control, port, n + port))
 
@@ -141,8 +147,13 @@ class GSESpine(wiring.Component):
             ctl_buf = PacketBuffer(self.ctl_depth, w)
             data_buf = PacketBuffer(self.data_depth, w)
             out_mux = PacketMux(2, w, policy=PRIORITY)
-            for name, sub in (("ctl_mux", ctl_mux), ("data_mux", data_mux), ("ctl_buf", ctl_buf),
-                              ("data_buf", data_buf), ("out_mux", out_mux)):
+            for name, sub in (
+                ("ctl_mux", ctl_mux),
+                ("data_mux", data_mux),
+                ("ctl_buf", ctl_buf),
+                ("data_buf", data_buf),
+                ("out_mux", out_mux),
+            ):
                 m.submodules[f"{name}_{o}"] = sub
             for i in range(n):
                 wiring.connect(m, demuxes[i].m_axis[o], ctl_mux.s_axis[i])
@@ -163,8 +174,7 @@ class GSESpine(wiring.Component):
                 self.stat_ctl_out[o].eq(out_mux.stat_packets[0]),
                 self.stat_frames_out[o].eq(out_mux.stat_packets[0] + out_mux.stat_packets[1]),
                 self.stat_drop_bad[o].eq(ctl_buf.stat_drop_bad + data_buf.stat_drop_bad),
-                self.stat_drop_oversize[o].eq(ctl_buf.stat_drop_oversize
-                                              + data_buf.stat_drop_oversize),
+                self.stat_drop_oversize[o].eq(ctl_buf.stat_drop_oversize + data_buf.stat_drop_oversize),
             ]
         return m
 
@@ -173,11 +183,9 @@ class GSESpine(wiring.Component):
         bpb = self.data_width // 8
         beat_of, lane = divmod(TTL_BYTE, bpb)
         beat = Signal(range(beat_of + 2))
-        m.d.comb += [dst.valid.eq(src.valid), src.ready.eq(dst.ready),
-                     dst.payload.eq(src.payload)]
+        m.d.comb += [dst.valid.eq(src.valid), src.ready.eq(dst.ready), dst.payload.eq(src.payload)]
         with m.If(beat == beat_of):
-            m.d.comb += dst.payload.data.word_select(lane, 8).eq(
-                src.payload.data.word_select(lane, 8) - 1)
+            m.d.comb += dst.payload.data.word_select(lane, 8).eq(src.payload.data.word_select(lane, 8) - 1)
         with m.If(src.valid & src.ready):
             with m.If(src.payload.last):
                 m.d.sync += beat.eq(0)
@@ -187,11 +195,12 @@ class GSESpine(wiring.Component):
 
 EXPORTS = [
     BlockSpec(
-        name="spine", module="gse_spine", factory=GSESpine,
-        params={"ports": 4, "data_width": 64, "nodes": 16, "buffer_bytes": 18432,
-                "ethertype": GSE_ETHERTYPE},
+        name="spine",
+        module="gse_spine",
+        factory=GSESpine,
+        params={"ports": 4, "data_width": 64, "nodes": 16, "buffer_bytes": 18432, "ethertype": GSE_ETHERTYPE},
         description="GSF spine switch: N fabric ports, forwarding by dst_node through a "
-                    "table, ttl decrement, control frames ahead of data at every output, "
-                    "lossless store-and-forward output queues that drop bad frames whole",
-    ),
+        "table, ttl decrement, control frames ahead of data at every output, "
+        "lossless store-and-forward output queues that drop bad frames whole",
+    )
 ]

@@ -7,6 +7,7 @@ once, on the model's port, with ttl one lower and otherwise byte-identical, in o
 per (input, output, class) (control frames may overtake data), or be dropped and
 counted under the model's reason. Every wait is bounded and names what it waited for.
 """
+
 import random
 
 import cocotb
@@ -23,8 +24,14 @@ from opengse.sim.spine_model import SpineModel
 from opengse.sim.valid_ready import FieldStreamSource
 
 TIMEOUT_US = 4000
-DROP_COUNTERS = {"runt": "drop_runt", "ver": "drop_ver", "type": "drop_type",
-                 "ttl": "drop_ttl", "not_gse": "drop_not_gse", "no_route": "drop_no_route"}
+DROP_COUNTERS = {
+    "runt": "drop_runt",
+    "ver": "drop_ver",
+    "type": "drop_type",
+    "ttl": "drop_ttl",
+    "not_gse": "drop_not_gse",
+    "no_route": "drop_no_route",
+}
 
 
 async def within(coro, what, us=TIMEOUT_US):
@@ -42,15 +49,19 @@ class SpineBench:
         self.rng = random.Random(seed)
         self.model = SpineModel(self.n, self.nodes, self.p["ethertype"])
         cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-        self.srcs = [AxiStreamSource(AxiStreamBus.from_prefix(dut, f"s_axis_{i}"), dut.clk,
-                                     dut.rst) for i in range(self.n)]
-        self.sinks = [AxiStreamSink(AxiStreamBus.from_prefix(dut, f"m_axis_{i}"), dut.clk,
-                                    dut.rst) for i in range(self.n)]
+        self.srcs = [
+            AxiStreamSource(AxiStreamBus.from_prefix(dut, f"s_axis_{i}"), dut.clk, dut.rst)
+            for i in range(self.n)
+        ]
+        self.sinks = [
+            AxiStreamSink(AxiStreamBus.from_prefix(dut, f"m_axis_{i}"), dut.clk, dut.rst)
+            for i in range(self.n)
+        ]
         self.route_src = FieldStreamSource(dut, "s_route", dut.clk, fields=["node", "port"])
-        self.expect = [[] for _ in range(self.n)]     # per output: (input, control, bytes)
+        self.expect = [[] for _ in range(self.n)]  # per output: (input, control, bytes)
         self.got = [[] for _ in range(self.n)]
         self.drops = [dict() for _ in range(self.n)]  # per input: reason -> count
-        self.bad_out = [0] * self.n                   # per output: dropped whole (tuser/len)
+        self.bad_out = [0] * self.n  # per output: dropped whole (tuser/len)
         self.len_err = [0] * self.n
         self.serial = 0
 
@@ -74,10 +85,17 @@ class SpineBench:
         self.serial += 1
         length = length or self.rng.choice([60, 64, 65, 100, 127, 256, 300, 1000])
         hdr = Ether(dst="02:00:00:00:00:02", src="02:00:00:00:00:01", type=GSE_ETHERTYPE)
-        gse = GSE(ver=ver, type=typ, dst_node=dst_node, ttl=self.rng.randrange(1, 256)
-                  if ttl is None else ttl, seq=self.serial & 0xFFFF, src_node=7)
-        body = self.serial.to_bytes(4, "big") + bytes(self.rng.randrange(256)
-                                                       for _ in range(max(0, length - 36)))
+        gse = GSE(
+            ver=ver,
+            type=typ,
+            dst_node=dst_node,
+            ttl=self.rng.randrange(1, 256) if ttl is None else ttl,
+            seq=self.serial & 0xFFFF,
+            src_node=7,
+        )
+        body = self.serial.to_bytes(4, "big") + bytes(
+            self.rng.randrange(256) for _ in range(max(0, length - 36))
+        )
         gse.len = length - 18 + (3 if bad_len else 0)
         return bytes(hdr / gse / Raw(body))[:length]
 
@@ -101,11 +119,13 @@ class SpineBench:
 
     async def drain(self):
         want = sum(len(e) for e in self.expect)
+
         def fail(q):
-            raise AssertionError(f"no output for {q} clocks: got {self.total_got()} of "
-                                 f"{want} expected frames")
-        await drain_until(self.dut.clk, lambda: self.total_got() >= want, self.total_got,
-                          20000, 200, fail)
+            raise AssertionError(
+                f"no output for {q} clocks: got {self.total_got()} of {want} expected frames"
+            )
+
+        await drain_until(self.dut.clk, lambda: self.total_got() >= want, self.total_got, 20000, 200, fail)
 
     def counter(self, name, i):
         return int(getattr(self.dut, f"stat_{name}_{i}").value)
@@ -120,23 +140,26 @@ class SpineBench:
                 streams.setdefault((i, control), []).append(out)
             pos = {k: 0 for k in streams}
             for k, frame in enumerate(got):
-                hit = [key for key in streams if pos[key] < len(streams[key])
-                       and streams[key][pos[key]] == frame]
-                assert hit, (f"output {o} frame {k} ({frame[:32].hex()}...) is not the next "
-                             f"expected frame of any (input, class)")
+                hit = [
+                    key for key in streams if pos[key] < len(streams[key]) and streams[key][pos[key]] == frame
+                ]
+                assert hit, (
+                    f"output {o} frame {k} ({frame[:32].hex()}...) is not the next "
+                    f"expected frame of any (input, class)"
+                )
                 pos[hit[0]] += 1
             assert self.counter("frames_out", o) == len(exp), f"stat_frames_out_{o}"
             assert self.counter("ctl_out", o) == sum(c for _i, c, _f in exp), f"stat_ctl_out_{o}"
-            assert self.counter("drop_bad", o) == self.bad_out[o], \
+            assert self.counter("drop_bad", o) == self.bad_out[o], (
                 f"stat_drop_bad_{o} {self.counter('drop_bad', o)} != {self.bad_out[o]}"
+            )
             assert self.counter("drop_oversize", o) == 0
             assert self.sinks[o].empty()
         for i in range(self.n):
             assert self.counter("frames_in", i) == sent[i], f"stat_frames_in_{i}"
             for reason, name in DROP_COUNTERS.items():
                 want = self.drops[i].get(reason, 0)
-                assert self.counter(name, i) == want, \
-                    f"stat_{name}_{i} {self.counter(name, i)} != {want}"
+                assert self.counter(name, i) == want, f"stat_{name}_{i} {self.counter(name, i)} != {want}"
             assert self.counter("err_len", i) == self.len_err[i], f"stat_err_len_{i}"
 
 
@@ -169,8 +192,7 @@ async def test_random_traffic(dut):
             elif kind < 0.75:
                 f, bad = tb.gse_frame(rng.choice([1, 2, 3]), node, length=64), False
             else:
-                fault = rng.choice(["ver", "type", "ttl", "runt", "bad", "route",
-                                    "len", "not_gse", "node"])
+                fault = rng.choice(["ver", "type", "ttl", "runt", "bad", "route", "len", "not_gse", "node"])
                 bad = fault == "bad"
                 if fault == "ver":
                     f = tb.gse_frame(0, node, ver=2)
@@ -179,7 +201,7 @@ async def test_random_traffic(dut):
                 elif fault == "ttl":
                     f = tb.gse_frame(0, node, ttl=0)
                 elif fault == "runt":
-                    f = tb.gse_frame(0, node)[:rng.choice([1, 8, 13, 20, 24, 31])]
+                    f = tb.gse_frame(0, node)[: rng.choice([1, 8, 13, 20, 24, 31])]
                 elif fault == "route":
                     f = tb.gse_frame(0, 3)
                 elif fault == "node":
@@ -265,12 +287,15 @@ async def test_full_rate(dut):
             await ReadOnly()
             clock += 1
             for i in range(tb.n):
-                if int(getattr(dut, f"s_axis_{i}_tvalid").value) and \
-                        int(getattr(dut, f"s_axis_{i}_tready").value):
+                if int(getattr(dut, f"s_axis_{i}_tvalid").value) and int(
+                    getattr(dut, f"s_axis_{i}_tready").value
+                ):
                     beats_in[i].append(clock)
-                if int(getattr(dut, f"m_axis_{i}_tvalid").value) and \
-                        int(getattr(dut, f"m_axis_{i}_tready").value):
+                if int(getattr(dut, f"m_axis_{i}_tvalid").value) and int(
+                    getattr(dut, f"m_axis_{i}_tready").value
+                ):
                     beats_out[i].append(clock)
+
     cocotb.start_soon(monitor())
     for i in range(tb.n):
         for _ in range(12):
@@ -279,9 +304,15 @@ async def test_full_rate(dut):
     tb.check([12] * tb.n)
     for i in range(tb.n):
         o = (i + 1) % tb.n
-        dut._log.info("input %d -> output %d: first beat in at clock %d, first beat out "
-                      "at clock %d (%d clocks, 125-beat frames)", i, o, beats_in[i][0],
-                      beats_out[o][0], beats_out[o][0] - beats_in[i][0])
+        dut._log.info(
+            "input %d -> output %d: first beat in at clock %d, first beat out "
+            "at clock %d (%d clocks, 125-beat frames)",
+            i,
+            o,
+            beats_in[i][0],
+            beats_out[o][0],
+            beats_out[o][0] - beats_in[i][0],
+        )
     for name, beats in (("input", beats_in), ("output", beats_out)):
         for i, b in enumerate(beats):
             assert len(b) == 12 * 125, f"{name} {i}: {len(b)} beats"
@@ -320,7 +351,7 @@ async def test_oversize_frame(dut):
     before, after = tb.gse_frame(0, 1, length=1000), tb.gse_frame(0, 1, length=1000)
     big = tb.gse_frame(0, 1, length=40000)
     tb.send(0, before)
-    tb.srcs[0].send_nowait(AxiStreamFrame(big))       # the model has no queue size
+    tb.srcs[0].send_nowait(AxiStreamFrame(big))  # the model has no queue size
     tb.send(0, after)
     await tb.drain()
     assert tb.counter("drop_oversize", 1) == 1, "stat_drop_oversize_1"

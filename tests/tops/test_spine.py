@@ -1,4 +1,5 @@
 """GSESpine (rtl/tops/spine.py) on Verilator against sim/spine_model.py."""
+
 from opengse.sim.runner import run_cocotb
 
 
