@@ -81,7 +81,7 @@ def _fmax(f):
         extra.append(f["fmax_remark"])
     text = f"{fmax:.1f} MHz" + (f" ({'; '.join(extra)})" if extra else "")
     if fmax < FMAX_TARGET_MHZ:
-        miss = round(100 * (FMAX_TARGET_MHZ - fmax) / FMAX_TARGET_MHZ)
+        miss = round(100 * (FMAX_TARGET_MHZ - fmax) / FMAX_TARGET_MHZ, 1)
         text = f"**{text}, misses by {miss} %**"
     return text
 

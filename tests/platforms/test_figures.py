@@ -48,7 +48,7 @@ def test_unmeasured_fmax_renders_as_not_measured():
 def test_a_miss_is_marked():
     doc = _doc()
     doc["rows"]["sprayer"]["figures"].update(fmax_mhz=150.0, fmax_seeds_mhz=[150.0, 151.0, 149.0])
-    assert "**150.0 MHz (seeds 150.0 / 151.0 / 149.0), misses by 4 %**" in fg.render_table(doc)
+    assert "**150.0 MHz (seeds 150.0 / 151.0 / 149.0), misses by 4.0 %**" in fg.render_table(doc)
 
 
 def test_markers_are_required():
