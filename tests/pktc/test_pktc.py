@@ -6,6 +6,7 @@ from contextlib import contextmanager
 
 import pytest
 
+from opengse.sim.bench_pktc import FABRIC_PARAMS
 from opengse.sim.pktc_fabric_top import SPEC as PKTC_FABRIC
 from opengse.sim.runner import run_cocotb
 
@@ -52,19 +53,8 @@ def test_sprayer():
     run("sprayer", {"data_width": 64, "uplinks": 4, "nodes": 16, "policy": 0}, "cocotb_sprayer")
 
 
-FABRIC = {
-    "data_width": 64,
-    "uplinks": 4,
-    "policy": 1,
-    "sources": 4,
-    "window": 8,
-    "slot_bytes": 4096,
-    "timeout": 800,
-    "interval": 256,
-    "miss_limit": 2,
-    "rejoin": 2,
-    "probe_delay": 40,
-}
+#: The emulated-fabric test runs the PKTC bench's composition and parameters.
+FABRIC = FABRIC_PARAMS
 
 
 def test_pktc_fabric():
