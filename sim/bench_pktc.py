@@ -55,22 +55,15 @@ def _sim(block, params, testcase):
 
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "figures.json"
-        old = os.environ.get("MAKEFLAGS")
-        os.environ["MAKEFLAGS"] = ((old + " ") if old else "") + "OPT_FAST=-O0 OPT_SLOW=-O0"
-        try:
-            run_cocotb(
-                block,
-                params,
-                "opengse.sim.bench_pktc",
-                testcase=testcase,
-                extra_env={_OUT_ENV: str(out)},
-                build_args=("--output-split", "0"),
-            )
-        finally:
-            if old is None:
-                os.environ.pop("MAKEFLAGS", None)
-            else:
-                os.environ["MAKEFLAGS"] = old
+        run_cocotb(
+            block,
+            params,
+            "opengse.sim.bench_pktc",
+            testcase=testcase,
+            extra_env={_OUT_ENV: str(out)},
+            build_args=("--output-split", "0"),
+            cxx_opt="-O0",
+        )
         return json.loads(out.read_text())
 
 
