@@ -357,7 +357,7 @@
 #define GSE_VOQ_DROP_DT_MASK 0xffffffffu
 #define GSE_VOQ_DROP_DT_RESET 0x00000000u
 
-/* grant_arbiter: grant arbiter of one host egress port (rtl/dgsq/arbiter.py) */
+/* grant_arbiter: grant arbiter of one host egress port (rtl/dgsq/arbiter/) */
 #define GSE_GRANT_ARBITER_BASE 0x00000180u
 /* grant_arbiter.outstanding: credit units granted and not yet arrived */
 #define GSE_GRANT_ARBITER_OUTSTANDING_ADDR 0x00000180u
@@ -442,7 +442,7 @@
 #define GSE_GRANT_ARBITER_WEIGHT_RESET 0x01u
 #define GSE_GRANT_ARBITER_WEIGHT_ADDR_I(i) (GSE_GRANT_ARBITER_WEIGHT_ADDR + (i) * GSE_GRANT_ARBITER_WEIGHT_STRIDE)
 
-/* dgsq_manager: DGSQ manager: source-side dynamic queues, REQUESTs, GRANTs (rtl/dgsq/manager.py) */
+/* dgsq_manager: DGSQ manager: source-side dynamic queues, REQUESTs, GRANTs (rtl/dgsq/manager/) */
 #define GSE_DGSQ_MANAGER_BASE 0x00000200u
 /* dgsq_manager.node_id: this leaf's node id (`src_node` of its REQUESTs) */
 #define GSE_DGSQ_MANAGER_NODE_ID_ADDR 0x00000200u
@@ -724,7 +724,7 @@
 #define GSE_LINK_MONITOR_DOWN_EVENTS_RESET 0x00000000u
 #define GSE_LINK_MONITOR_DOWN_EVENTS_ADDR_I(i) (GSE_LINK_MONITOR_DOWN_EVENTS_ADDR + (i) * GSE_LINK_MONITOR_DOWN_EVENTS_STRIDE)
 
-/* reorder: reorder buffer of the fabric ingress (rtl/pktc/reorder.py) */
+/* reorder: reorder buffer of the fabric ingress (rtl/pktc/reorder/) */
 #define GSE_REORDER_BASE 0x00000380u
 /* reorder.frames_in: frames received */
 #define GSE_REORDER_FRAMES_IN_ADDR 0x00000380u

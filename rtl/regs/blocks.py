@@ -116,7 +116,7 @@ BLOCK_REGISTERS = {
         },
     ),
     "grant_arbiter": BlockRegisters(
-        "grant arbiter of one host egress port (rtl/dgsq/arbiter.py)",
+        "grant arbiter of one host egress port (rtl/dgsq/arbiter/)",
         {
             "outstanding": "credit units granted and not yet arrived",
             "slots_used": "live requester slots",
@@ -132,7 +132,7 @@ BLOCK_REGISTERS = {
         connect_extra=_connect_arbiter_weights,
     ),
     "dgsq_manager": BlockRegisters(
-        "DGSQ manager: source-side dynamic queues, REQUESTs, GRANTs (rtl/dgsq/manager.py)",
+        "DGSQ manager: source-side dynamic queues, REQUESTs, GRANTs (rtl/dgsq/manager/)",
         {
             "node_id": "this leaf's node id (`src_node` of its REQUESTs)",
             "ctx_used": "queue contexts in use",
@@ -190,7 +190,7 @@ BLOCK_REGISTERS = {
         wired=("probe_rx", "link_up"),
     ),
     "reorder": BlockRegisters(
-        "reorder buffer of the fabric ingress (rtl/pktc/reorder.py)",
+        "reorder buffer of the fabric ingress (rtl/pktc/reorder/)",
         {
             "stat_frames_in": "frames received",
             "stat_containers_out": "containers released in order",
