@@ -5,7 +5,34 @@ the wrappers live in :mod:`opengse.sim.formal`, one module per block; importing 
 module registers every property. See docs/formal.md.
 """
 
-from .formal import arbiter, control_frames, link_monitor, manager, parser, regs, reorder, spine, sprayer, tagging, voq  # noqa: F401  (they register)
+from .formal import (
+    arbiter,
+    control_frames,
+    link_monitor,
+    manager,
+    parser,
+    regs,
+    reorder,
+    spine,
+    sprayer,
+    tagging,
+    voq,
+)
 from .formal.registry import PROPERTIES, Property, inputs_of, register, run_property
 
-__all__ = ["Property", "PROPERTIES", "register", "run_property", "inputs_of"]
+__all__ = ["Property", "PROPERTIES", "register", "run_property", "inputs_of", "PROPERTY_MODULES"]
+
+#: The modules that register properties (importing them registers them).
+PROPERTY_MODULES = (
+    parser,
+    tagging,
+    control_frames,
+    voq,
+    arbiter,
+    manager,
+    sprayer,
+    link_monitor,
+    reorder,
+    spine,
+    regs,
+)

@@ -101,6 +101,7 @@ BOUND = register(
         depth=25,
         build=_build(),
         options=SOLVER,
+        fast=False,  # 493 s here (2 cores under load); listed docs/formal.md
         bounded_why="the slot memory, the lanes and the lease timers are not inductive without "
         "hand-written invariants on the pipeline; depth 25 reaches a grant's state check "
         "(clock 20), one step more costs over 20 minutes",

@@ -7,7 +7,6 @@ from .registry import Property, inputs_of, register
 __all__ = ["ParserNeverStalls"]
 
 
-
 class ParserNeverStalls(Elaboratable):
     """With its outputs always ready, the parser takes every beat offered, in the clock
     it is offered, whatever frames of at least 60 bytes carry: malformed headers, any

@@ -94,8 +94,7 @@ RO_WRITE = register(
         block="register_bank",
         asserts="a write to RO answers SLVERR; the RW register changes and W1C bits clear only "
         "in the clock a write to their own word takes effect (RO 8 bits, RW 8, W1C 4)",
-        assumptions="rst low after reset; the whole AXI4-Lite bus, the RO value and the events "
-        "free",
+        assumptions="rst low after reset; the whole AXI4-Lite bus, the RO value and the events free",
         mode="bmc",
         depth=12,
         build=_build,

@@ -91,7 +91,9 @@ class ReorderInOrder(Elaboratable):
         with m.If(o.valid & o.payload.last):
             m.d.comb += Assert(t.beat >= hb, "a frame shorter than its header left")
         if self.cover:
-            m.d.comb += Cover(check & flags[0] & have.bit_select(src[:sbits], 1), "a source's second container")
+            m.d.comb += Cover(
+                check & flags[0] & have.bit_select(src[:sbits], 1), "a source's second container"
+            )
         return m
 
 

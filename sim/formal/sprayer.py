@@ -17,15 +17,17 @@ all). It keeps the ``s_meta`` descriptors consumed (``last``, ``dst_node``) in a
 * ``seq`` (bytes 24-25) is the same in every packet of a container, and one more per
   container for each destination (a shadow counter per seq-table entry, from 0 at reset).
 
-Data packets are at least 4 beats (32 bytes: the tagged header); content, ``tkeep``,
-``tuser``, ``healthy``, ``s_ctrl``, the descriptors' fields and every ``tready`` are
-free; ``rst`` low after reset.
+Data packets are at least 4 beats (32 bytes: the tagged header); the inputs keep the
+valid/ready rule (:func:`assume_stream_rules`: an offered beat or descriptor stays, unchanged, until
+taken; without it the solver changes a waiting descriptor's ``dst_node`` under the seq
+table's registered read); content, ``tkeep``, ``tuser``, ``healthy``, the descriptors'
+fields and every ``tready`` are free; ``rst`` low after reset.
 """
 
 from amaranth.hdl import Array, Assert, Assume, Cat, Cover, Elaboratable, Module, Mux, ResetSignal, Signal
 
 from .registry import Property, inputs_of, register, register_reach
-from .streams import FrameTracker, ShadowQueue, byte_of
+from .streams import FrameTracker, ShadowQueue, assume_stream_rules, byte_of
 
 __all__ = ["SprayerContainers", "PARAMS"]
 
@@ -72,6 +74,8 @@ class SprayerContainers(Elaboratable):
         nbits = (dut.nodes - 1).bit_length()
         m.d.comb += Assume(~ResetSignal())
         s, c, meta = dut.s_axis, dut.s_ctrl, dut.s_meta
+        for x, name in ((s, "s_axis"), (c, "s_ctrl"), (meta, "s_meta")):
+            assume_stream_rules(m, x, name)
         ti = FrameTracker(m, s, name="in")
         tc = FrameTracker(m, c, name="ctl")
         with m.If(ti.at(0)):
@@ -90,7 +94,6 @@ class SprayerContainers(Elaboratable):
         pkt_up, pkt_ctl = Signal.like(o.up), Signal()
         first_beat = to.at(0)
         is_ctl = Mux(first_beat, byte_of(o.axis, 0) == CTRL_MARK, pkt_ctl)
-        up = Mux(first_beat, o.up, pkt_up)
         with m.If(to.fire & first_beat):
             m.d.sync += [pkt_up.eq(o.up), pkt_ctl.eq(is_ctl)]
         with m.If(o.axis.valid & ~first_beat):
@@ -150,8 +153,9 @@ WHOLE = register(
         asserts="packets and containers never split across uplinks (whatever healthy does); "
         "FIRST/LAST/dst_node as the descriptors say; seq equal within a container and +1 per "
         "container per destination from 0 (64-bit, 2 uplinks, 2 nodes, round-robin)",
-        assumptions="rst low after reset; data packets >= 4 beats; control frames start with "
-        "0xFF, data frames do not (content marker only); everything else free",
+        assumptions="rst low after reset; inputs keep the valid/ready rule (held until taken, "
+        "unchanged); data packets >= 4 beats; control frames start with 0xFF, data frames do "
+        "not (content marker only); everything else free",
         mode="bmc",
         depth=20,
         build=_build,
@@ -161,4 +165,6 @@ WHOLE = register(
         "destination)",
     )
 )
-register_reach(WHOLE, "a second container to one destination, and a second packet of a container, check their seq")
+register_reach(
+    WHOLE, "a second container to one destination, and a second packet of a container, check their seq"
+)

@@ -8,9 +8,9 @@
   input, pop and compare at the output); it asserts it never overflows.
 """
 
-from amaranth.hdl import Array, Assert, Assume, Module, Mux, Signal
+from amaranth.hdl import Array, Assert, Assume, Mux, Signal, Value
 
-__all__ = ["assume_packet_keep", "FrameTracker", "ShadowQueue", "byte_of"]
+__all__ = ["assume_packet_keep", "assume_stream_rules", "FrameTracker", "ShadowQueue", "byte_of"]
 
 
 def assume_packet_keep(m, axis):
@@ -99,3 +99,14 @@ class ShadowQueue:
         m.d.comb += self._pop.eq(cond)
         with m.If(cond):
             m.d.comb += Assert(self.level > 0, f"{self.name}: {what}")
+
+
+def assume_stream_rules(m, s, name="in"):
+    """The valid/ready rule on an input stream ``s``: once offered, a transfer stays
+    offered, unchanged, until it is taken (AXI4-Stream and ``amaranth.lib.stream``)."""
+    payload = Value.cast(s.payload)
+    held_valid = Signal(name=f"{name}_held")
+    held = Signal(len(payload), name=f"{name}_held_payload")
+    m.d.sync += [held_valid.eq(s.valid & ~s.ready), held.eq(payload)]
+    with m.If(held_valid):
+        m.d.comb += [Assume(s.valid), Assume(payload == held)]
