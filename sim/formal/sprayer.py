@@ -157,12 +157,13 @@ WHOLE = register(
         "unchanged); data packets >= 4 beats; control frames start with 0xFF, data frames do "
         "not (content marker only); everything else free",
         mode="bmc",
-        depth=20,
+        depth=14,
         build=_build,
         options={"engine": "smtbmc yices"},
+        fast=False,
         bounded_why="the shadow seq counters are not inductive relative to the seq table RAM; "
-        "depth 20 covers the table clear and several 4-beat packets (two containers to one "
-        "destination)",
+        "depth 14 covers the table clear and three 4-beat packets: a second container to one "
+        "destination and a second packet of one container (the cover check reaches both)",
     )
 )
 register_reach(

@@ -7,6 +7,7 @@ from opengse.sim.formal import prove
 from opengse.sim.formal.link_monitor import PROBE_BOUND, LinkMonitorBound
 from opengse.sim.formal.parser import ParserNeverStalls
 from opengse.sim.formal.registry import inputs_of
+from opengse.sim.formal.tagging import TaggerLength
 from opengse.sim.runner import BUILD_ROOT
 
 
@@ -35,3 +36,8 @@ def test_parser_runts_can_stall():
 )
 def test_link_monitor_bounds_are_tight(kw, name):
     _refuted(LinkMonitorBound(**kw), PROBE_BOUND + 30, f"link_monitor_{name}")
+
+
+def test_tagger_length_check_can_fail():
+    """The same wrapper expecting 17 bytes more finds the first tagged frame."""
+    _refuted(TaggerLength(grow=17), 10, "tagger_grow_17")
