@@ -97,12 +97,13 @@ TTL_PROP = register(
         assumptions=_ASSUMES + "; each input frame carries its ttl again in byte 24 (content "
         "marker; the spine does not touch it)",
         mode="bmc",
-        depth=26,
+        depth=22,
         build=_build(SpineTTL),
         options={"engine": "smtbmc yices"},
         fast=False,
         bounded_why="store-and-forward queues (SRAM) and four parsers: far from inductive; "
-        "depth 26 lets a 4-beat frame through parser, queues and muxes",
+        "depth 22 lets a 4-beat frame through parser, queues and muxes (13 clocks from its last "
+        "beat in to its first out; the cover checks reach both events)",
     )
 )
 CTL_PROP = register(
@@ -113,7 +114,7 @@ CTL_PROP = register(
         "(strict priority at every frame boundary)",
         assumptions=_ASSUMES,
         mode="bmc",
-        depth=26,
+        depth=22,
         build=_build(SpineControlFirst),
         options={"engine": "smtbmc yices"},
         fast=False,
