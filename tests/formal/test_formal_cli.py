@@ -62,3 +62,23 @@ def test_plain_run_skips_the_slow_ones(monkeypatch, capsys):
     ran.clear()
     assert cli.main(["formal", "--all", "--json"]) == 0
     assert set(ran) == set(PROPERTIES)
+
+
+def test_failure_names_log_and_trace(monkeypatch, capsys, tmp_path):
+    """A failing property makes the exit status 1 and prints where its log and
+    counterexample trace are."""
+    import opengse.sim.properties as props
+    from opengse.firmware import cli
+    from opengse.sim.formal.runner import FormalResult
+
+    trace = tmp_path / "top" / "engine_0" / "trace.vcd"
+    trace.parent.mkdir(parents=True)
+    trace.write_text("")
+    monkeypatch.setattr(
+        props,
+        "run_property",
+        lambda prop, workdir, **kw: FormalResult(False, "FAIL", "bmc", 1, 0.1, tmp_path, ""),
+    )
+    assert cli.main(["formal", "parser_never_stalls"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL ") and str(trace) in out and "0/1 passed" in out
