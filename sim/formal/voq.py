@@ -25,7 +25,7 @@ from amaranth.hdl import Assert, Assume, Const, Cover, Elaboratable, Module, Mux
 
 from .registry import Property, inputs_of, register, register_reach
 
-__all__ = ["VOQFormal", "SMALL"]
+__all__ = ["VOQFormal", "SMALL", "SOLVER"]
 
 SMALL = dict(
     data_width=8,
@@ -41,7 +41,9 @@ SMALL = dict(
     counter_width=2,
     credit_unit=1,
 )
-SCRIPT = ("memory_map",)  # tiny memories as flip-flops: faster for z3 than arrays
+SCRIPT = ("memory_map",)  # tiny memories as flip-flops: faster for the solvers than arrays
+#: Yices: depth 16 in 14.5 s where z3 took 53 s (same machine, same hour)
+SOLVER = {"engine": "smtbmc yices", "script": SCRIPT}
 
 
 def popcount(v, n):
@@ -147,7 +149,7 @@ register(
         mode="bmc",
         depth=16,
         build=_build(),
-        options={"script": SCRIPT},
+        options=SOLVER,
         bounded_why=_WHY + "; depth 16 covers enqueue and commit",
     )
 )
@@ -160,7 +162,7 @@ DEEP = register(
         mode="bmc",
         depth=28,
         build=_build(),
-        options={"script": SCRIPT},
+        options=SOLVER,
         fast=False,
         bounded_why=_WHY,
     )
