@@ -332,39 +332,61 @@ def cmd_formal(args):
     from opengse.sim.properties import PROPERTIES, run_property
     from opengse.sim.runner import BUILD_ROOT
 
-    names = args.names or list(PROPERTIES)
-    for n in names:
+    for n in args.names:
         if n not in PROPERTIES:
             raise CLIError(f"unknown property {n!r}; properties: " + ", ".join(PROPERTIES))
+    names = args.names or list(PROPERTIES)
+    # without names or --all: the fast subset runs, the others are listed as skipped
+    run = set(names) if (args.names or args.all) else {n for n in names if PROPERTIES[n].fast}
     if args.list:
         for n in names:
             s = PROPERTIES[n].summary()
-            print(f"{n:28} {s['block']:14} {s['mode']} depth {s['depth']}: {s['asserts']}")
+            tag = "" if s["fast"] else "  (--all)"
+            print(f"{n:28} {s['block']:24} {s['mode']:5} depth {s['depth']:3}{tag}: {s['asserts']}")
             print(f"{'':28} assumes: {s['assumptions']}")
+            if s["bounded_why"]:
+                print(f"{'':28} bounded: {s['bounded_why']}")
         return 0
-    rows, status = [], 0
+    rows, status, total = [], 0, time.monotonic()
     for n in names:
         prop = PROPERTIES[n]
+        row = prop.summary()
+        if n not in run:
+            rows.append({**row, "result": "SKIP", "seconds": 0.0})
+            continue
         if not args.json:
             print(f"{n}: {prop.mode} depth {prop.depth} ...", file=sys.stderr, flush=True)
         t0 = time.monotonic()
         r = run_property(prop, BUILD_ROOT / "formal" / f"gse-{n}", timeout=args.timeout)
-        row = {**prop.summary(), "result": r.status, "seconds": round(time.monotonic() - t0, 1)}
+        row = {**row, "result": r.status, "seconds": round(time.monotonic() - t0, 1)}
         if not r.passed:
             status = 1
             row["log"] = str(r.workdir)
+            traces = sorted(str(p) for p in r.workdir.rglob("*.vcd"))
+            if traces:
+                row["trace"] = traces[0]
         rows.append(row)
     if args.json:
         print(json.dumps(rows))
-    else:
-        for row in rows:
-            print(
-                f"{row['result']:7} {row['name']:28} {row['block']:14} {row['mode']:5} "
-                f"depth {row['depth']:3}  {row['seconds']:7.1f} s  {row['asserts']}"
-            )
-            print(f"{'':8}assumes: {row['assumptions']}")
-            if "log" in row:
-                print(f"{'':8}log and trace: {row['log']}")
+        return status
+    for row in rows:
+        secs = "" if row["result"] == "SKIP" else f"{row['seconds']:7.1f} s"
+        print(
+            f"{row['result']:7} {row['name']:28} {row['block']:24} {row['mode']:5} "
+            f"depth {row['depth']:3} {secs:>9}  {row['asserts']}"
+        )
+        print(f"{'':8}assumes: {row['assumptions']}")
+        if row["bounded_why"]:
+            print(f"{'':8}bounded: {row['bounded_why']}")
+        if "log" in row:
+            print(f"{'':8}log: {row['log']}" + (f"  trace: {row['trace']}" if "trace" in row else ""))
+    ran = [r for r in rows if r["result"] != "SKIP"]
+    passed = sum(r["result"] == "PASS" for r in ran)
+    skipped = len(rows) - len(ran)
+    print(
+        f"{passed}/{len(ran)} passed in {time.monotonic() - total:.0f} s"
+        + (f"; {skipped} skipped (slow: gse formal --all)" if skipped else "")
+    )
     return status
 
 
@@ -428,7 +450,10 @@ def build_parser():
         help="run the blocks' formal properties (yowasp-sby) and "
         "print each with its result, depth and assumptions",
     )
-    sp.add_argument("names", nargs="*", metavar="PROPERTY", help="default: every property")
+    sp.add_argument(
+        "names", nargs="*", metavar="PROPERTY", help="default: the fast ones (the others are listed, skipped)"
+    )
+    sp.add_argument("--all", action="store_true", help="run every property, the slow ones too")
     sp.add_argument("--list", action="store_true", help="list them without running")
     sp.add_argument("--json", action="store_true", help="print one JSON list")
     sp.add_argument("--timeout", type=int, default=None, metavar="SECONDS", help="bound each solver run")
