@@ -97,7 +97,9 @@ class GSESpine(wiring.Component):
     outputs; see docs/spine.md).
     """
 
-    def __init__(self, ports=4, data_width=64, nodes=16, buffer_bytes=18432, ethertype=GSE_ETHERTYPE, delay=100):
+    def __init__(
+        self, ports=4, data_width=64, nodes=16, buffer_bytes=18432, ethertype=GSE_ETHERTYPE, delay=100
+    ):
         if not isinstance(ports, int) or not 2 <= ports <= 8:
             raise ValueError(f"ports must be 2..8, not {ports!r}")
         if not isinstance(nodes, int) or nodes < 2 or nodes & (nodes - 1):

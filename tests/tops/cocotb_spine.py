@@ -191,7 +191,9 @@ class SpineBench:
                 want = self.drops[i].get(reason, 0)
                 assert self.counter(name, i) == want, f"stat_{name}_{i} {self.counter(name, i)} != {want}"
             assert self.counter("err_len", i) == self.len_err[i], f"stat_err_len_{i}"
-            assert self.counter("drop_overflow", i) == 0, f"stat_drop_overflow_{i} {self.counter('drop_overflow', i)}"
+            assert self.counter("drop_overflow", i) == 0, (
+                f"stat_drop_overflow_{i} {self.counter('drop_overflow', i)}"
+            )
 
 
 async def default_routes(tb, missing=(3,)):
@@ -402,7 +404,7 @@ async def test_paused_output_backs_up(dut):
     tb = SpineBench(dut, 7)
     await tb.start()
     await default_routes(tb, missing=())
-    starts_paused, errors, held, pause_in = [0], [], [0], [1]
+    starts_paused, errors, pause_in = [0], [], [1]
     dut.pause_in_0.value = 1
 
     async def monitor():
@@ -429,7 +431,9 @@ async def test_paused_output_backs_up(dut):
     for _ in range(40000):
         await RisingEdge(dut.clk)
     paused = [int(getattr(dut, f"pause_{i}").value) for i in range(tb.n)]
-    assert not tb.got[0] and not tb.got[1], f"frames left while output 0 was paused: {len(tb.got[0])}, {len(tb.got[1])}"
+    assert not tb.got[0] and not tb.got[1], (
+        f"frames left while output 0 was paused: {len(tb.got[0])}, {len(tb.got[1])}"
+    )
     assert all(paused), f"inputs' pause {paused}: not every input backed up"
     assert tb.counter("held_cycles", 0) > 30000, f"stat_held_cycles_0 {tb.counter('held_cycles', 0)}"
     for i in range(tb.n):
