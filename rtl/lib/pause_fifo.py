@@ -147,11 +147,9 @@ class PauseFIFO(wiring.Component):
         s = self.s_axis
 
         wr = Signal(aw + 1)  # next word to write
-        wr_d = Signal(aw + 1)  # wr one clock later: the SRAM read register has caught up
         rd = Signal(aw + 1)  # next word to leave
         level = Signal(range(self.depth + 1))
         m.d.comb += [level.eq((wr - rd)[: aw + 1]), self.level.eq(level), s.ready.eq(1)]
-        m.d.sync += wr_d.eq(wr)
 
         # -- write side: always take; room decides what is written
         in_frame = Signal()  # beats of the current frame were written
@@ -183,20 +181,27 @@ class PauseFIFO(wiring.Component):
         with m.If(write):
             m.d.sync += wr.eq(wr + 1)
 
-        # -- read side: the SRAM's read register feeds the output slice
+        # -- read side: the SRAM's read register feeds the output slice. A word written
+        # in clock t can be read from t + 1 and is on the read register in t + 2, so
+        # `avail` (in clock t) = rd != wr of clock t - 1, kept as a register with both
+        # outcomes of this clock's move computed ahead; rd + 1 is a register too: the
+        # read address is one 2:1 mux after the slice's registered ready.
         o = out.s
+        rd1 = Signal(aw + 1, init=1)  # rd + 1
+        avail = Signal()  # a word is on the SRAM's read register
         advance = Signal()
         m.d.comb += [
-            o.valid.eq(rd != wr_d),
-            advance.eq(o.valid & o.ready),
-            mem.r0_addr.eq((rd + advance)[:aw]),
+            o.valid.eq(avail),
+            advance.eq(avail & o.ready),
+            mem.r0_addr.eq(Mux(advance, rd1, rd)[:aw]),
             o.payload.data.eq(mem.r0_data[:w]),
             o.payload.keep.eq(mem.r0_data[w : w + kw]),
             o.payload.last.eq(mem.r0_data[w + kw]),
             o.payload.user.eq(mem.r0_data[w + kw + 1]),
         ]
+        m.d.sync += avail.eq(Mux(advance, rd1 != wr, rd != wr))
         with m.If(advance):
-            m.d.sync += rd.eq(rd + 1)
+            m.d.sync += [rd.eq(rd1), rd1.eq(rd1 + 1)]
 
         # -- pause with hysteresis, counters
         with m.If(level > self.xoff):
