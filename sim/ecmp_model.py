@@ -55,11 +55,13 @@ def ecmp_hash(frame, seed, ethertype=GSE_ETHERTYPE):
 
 
 def ecmp_uplink(frame, seed, healthy, uplinks, ethertype=GSE_ETHERTYPE):
-    """The uplink a frame takes with ``healthy`` (bit mask), or None (none healthy)."""
+    """The uplink a frame takes with ``healthy`` (bit mask), or None (none healthy): of
+    the n healthy ones, counted from uplink 0, the ``((crc & 0xFFFF) * n) >> 16``-th."""
     up = [u for u in range(uplinks) if (healthy >> u) & 1]
     if not up:
         return None
-    return up[(ecmp_hash(frame, seed, ethertype) & 0xFFFF) % len(up)]
+    low = ecmp_hash(frame, seed, ethertype) & 0xFFFF
+    return up[(low * len(up)) >> 16]  # multiply-high: the top of the low half picks
 
 
 def _tagged_udp(src, dst, sport, dport=4791):

@@ -6,9 +6,9 @@ hashes to, at once (no request/grant, no container). Frames of one flow always t
 same uplink while the healthy set stays the same, so a flow never reorders.
 """
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from ..catalog import BlockSpec
@@ -68,7 +68,7 @@ def crc_matrix(n_bytes, poly=CRC32_POLY_REFLECTED, width=32):
 
 
 class ECMPSelector(wiring.Component):
-    """Per-flow uplink choice by a CRC-32 of the flow key, modulo the healthy uplinks.
+    """Per-flow uplink choice by a CRC-32 of the flow key, reduced onto the healthy uplinks.
 
     Parameters
     ----------
@@ -109,9 +109,10 @@ class ECMPSelector(wiring.Component):
     Any other frame is keyed on (DA, SA, 0); bytes a short frame lacks count as 0.
     ``h`` = the bit-reflected CRC-32 (polynomial 0x04C11DB7) of the key, register
     started at ``seed``, no final inversion (= ``~crc32(key, ~seed)`` of zlib). With
-    ``n`` healthy uplinks the frame takes the ``(h mod 2**16) mod n``-th healthy one,
-    counting from uplink 0. Plain modulo: when the healthy set changes, flows of healthy
-    links may move too (no resilient hashing).
+    ``n`` healthy uplinks the frame takes the ``r``-th healthy one counting from uplink
+    0, ``r = ((h mod 2**16) * n) >> 16`` (multiply-high: the top bits of the hash's low
+    half pick among ``n``, as fair as a modulo and without a divider). When the healthy
+    set changes, flows of healthy links may move too (no resilient hashing).
 
     Because the CRC is linear, ``h(key, seed) = h(key, 0) ^ h(0, seed)`` for a fixed key
     length: a seed alone XORs every flow's hash with one constant, which for a power-of-
@@ -121,9 +122,9 @@ class ECMPSelector(wiring.Component):
     Timing
     ------
     Frames wait in a 16-beat FIFO until their key beat (frame byte 55) arrived and the
-    choice is made (3 register stages); then 1 beat per clock. A frame's first beat
-    leaves 12 clocks after it arrived at full rate (64-bit); back-to-back frames of 10
-    beats or more (a 60-byte frame tagged: 78 bytes) flow without a bubble.
+    choice is made (4 register stages); then 1 beat per clock. A frame's first beat
+    leaves 12 clocks after it arrived at full rate (64-bit); back-to-back frames flow
+    without a bubble (the choices come as far apart as the frames).
     """
 
     def __init__(self, uplinks=4, data_width=64, ethertype=GSE_ETHERTYPE):
@@ -153,9 +154,7 @@ class ECMPSelector(wiring.Component):
         # -- beats wait here for their frame's choice; the demux sends each frame whole
         m.submodules.beats = beats = SyncFIFOBuffered(width=w + bpb + 2, depth=BEAT_FIFO_DEPTH)
         m.submodules.demux = demux = PacketDemux(U, w)
-        m.submodules.choices = choices = SyncFIFOBuffered(
-            width=demux.sel_layout.size, depth=BEAT_FIFO_DEPTH + 2
-        )
+        m.submodules.choices = choices = SyncFIFO(width=demux.sel_layout.size, depth=BEAT_FIFO_DEPTH + 2)
         take = Signal()
         m.d.comb += [
             s.ready.eq(beats.w_rdy),
@@ -222,26 +221,34 @@ class ECMPSelector(wiring.Component):
         key = Signal(8 * KEY_BYTES)
         m.d.comb += key.eq(Mux(ip, ip_key, mac_key))
 
-        # -- stage 1: CRC-32 of the key from the seed; stage 2: mod n; stage 3: which uplink
-        h16 = Signal(16)  # the low 16 bits of the CRC: all the modulo reads
-        v1, v2, v3 = Signal(), Signal(), Signal()
-        health1, health2 = Signal(U), Signal(U)
-        inputs = Cat(self.seed, key)
+        # -- stage 0: the key; 1: CRC-32 of it from the seed; 2: onto the healthy count
+        # (multiply-high); 3: which uplink
+        key_reg = Signal(8 * KEY_BYTES)
+        h16 = Signal(16)  # the low 16 bits of the CRC: all the reduction reads
+        v0, v1, v2, v3 = Signal(), Signal(), Signal(), Signal()
+        health0, health1, health2 = Signal(U), Signal(U), Signal(U)
         with m.If(decide):
+            m.d.sync += [key_reg.eq(key), health0.eq(self.healthy)]
+            with m.If(~ip):
+                m.d.sync += self.stat_mac_hashed.eq(self.stat_mac_hashed + 1)
+        m.d.sync += v0.eq(decide)
+
+        inputs = Cat(self.seed, key_reg)
+        with m.If(v0):
             m.d.sync += [
                 h16[i].eq(_xor_of(inputs, mask)) for i, mask in enumerate(crc_matrix(KEY_BYTES)[:16])
             ]
-            m.d.sync += health1.eq(self.healthy)
-            with m.If(~ip):
-                m.d.sync += self.stat_mac_hashed.eq(self.stat_mac_hashed + 1)
-        m.d.sync += v1.eq(decide)
+            m.d.sync += health1.eq(health0)
+        m.d.sync += v1.eq(v0)
 
         count = Signal(range(U + 1))
         m.d.comb += count.eq(sum(health1[i] for i in range(U)))
         r = Signal(range(U))
         none = Signal()
+        product = Signal(16 + len(r))  # h16 * count < count * 2**16: the top fits r
+        m.d.comb += product.eq(h16 * count)
         with m.If(v1):
-            m.d.sync += [r.eq(Array(h16 % c for c in range(1, U + 1))[count - 1]), none.eq(count == 0)]
+            m.d.sync += [r.eq(product[16:]), none.eq(count == 0)]
             m.d.sync += health2.eq(health1)
         m.d.sync += v2.eq(v1)
 
