@@ -282,6 +282,6 @@ EXPORTS = [
         params={"uplinks": 4, "data_width": 64, "ethertype": GSE_ETHERTYPE},
         description="ECMP baseline: each tagged frame whole to the healthy uplink its flow key "
         "(IPv4 addresses, protocol, UDP/TCP ports; MACs otherwise) hashes to by CRC-32 "
-        "from a seed, modulo the healthy uplinks",
+        "from a seed, reduced onto the healthy uplinks",
     )
 ]
