@@ -234,6 +234,34 @@ BLOCK_REGISTERS = {
         {"stat_drop_unrouted": "packets whose select named no output (dropped whole)"},
     ),
     "skid_buffer": BlockRegisters("two-entry register slice (rtl/lib/skid_buffer.py)", {}),
+    "ecmp_selector": BlockRegisters(
+        "ECMP baseline uplink choice by a CRC-32 of the flow key (rtl/pktc/ecmp_selector.py)",
+        {
+            "seed": "hash seed: the CRC-32 start value",
+            "stat_frames": "frames sent on uplink `i`",
+            "stat_mac_hashed": "frames hashed on their MACs (not IPv4 in GSE, or shorter than 56 bytes)",
+            "stat_drop_no_uplink": "frames dropped because no uplink was healthy",
+        },
+        wired=("healthy",),
+    ),
+    "pause_fifo": BlockRegisters(
+        "always-ready receive store of a paused link (rtl/lib/pause_fifo.py)",
+        {
+            "pause": "1 while the store asks its sender to stop (above XOFF until below XON)",
+            "level": "beats in the store",
+            "stat_drop_overflow": "frames the store had no room for (dropped, or cut and flagged bad)",
+            "stat_pause_cycles": "clocks with `pause` = 1",
+            "stat_peak_level": "highest `level` since reset",
+        },
+    ),
+    "pause_gate": BlockRegisters(
+        "holds a sending port at frame boundaries while paused (rtl/lib/pause_gate.py)",
+        {
+            "stat_pause_cycles": "clocks with `pause` = 1",
+            "stat_held_cycles": "clocks a frame waited at the gate because of `pause`",
+        },
+        wired=("pause",),
+    ),
     "rgmii_mac": BlockRegisters(
         "RGMII 1 Gb/s MAC (rtl/mac/mac.py)",
         {
@@ -266,7 +294,11 @@ BLOCK_REGISTERS = {
             "stat_ctl_out": "control frames sent on port `i`",
             "stat_drop_bad": "frames for port `i` dropped whole: flagged bad in `tuser`",
             "stat_drop_oversize": "frames for port `i` dropped: larger than its queue",
+            "stat_pause_cycles": "clocks input `i` asked its sender to pause",
+            "stat_drop_overflow": "frames input `i`'s pause store had no room for (sender ignored pause)",
+            "stat_held_cycles": "clocks a frame waited at output `i` because its receiver paused it",
         },
+        wired=("pause", "pause_in"),
     ),
 }
 
