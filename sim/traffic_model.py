@@ -51,6 +51,8 @@ __all__ = [
     "frame_bytes",
     "parse_frame",
     "check_word",
+    "CheckerModel",
+    "hist_percentile",
 ]
 
 HEADER_BYTES = 60  # DA .. check: the fixed part; filler follows
@@ -279,3 +281,19 @@ class CheckerModel:
             c["lat_max"] = max(c["lat_max"], lat)
             self.hist[min(lat >> self.bin_shift, self.bins - 1)] += 1
         return outcome
+
+
+def hist_percentile(hist, bin_shift, q):
+    """The latency (clocks) at quantile ``q`` (0..1) of a checker's histogram (bin
+    counts, ``2**bin_shift`` clocks each): the upper edge of the bin the ``q``-th frame
+    falls in, ``None`` for an empty histogram. A quantile in the last bin (the overflow)
+    is only known to be at least its lower edge; that edge is returned."""
+    total = sum(hist)
+    if not total:
+        return None
+    need, acc = q * total, 0
+    for b, count in enumerate(hist):
+        acc += count
+        if acc >= need and count:
+            return (b << bin_shift) if b == len(hist) - 1 else ((b + 1) << bin_shift)
+    return (len(hist) - 1) << bin_shift

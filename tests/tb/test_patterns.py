@@ -77,3 +77,14 @@ def test_bad_arguments(args, match):
 def test_every_pattern_builds():
     for name in PATTERNS:
         assert len(pattern_tables(name, 4, 4)) == 16
+
+
+def test_hist_percentile():
+    from opengse.sim.traffic_model import hist_percentile
+
+    hist = [0] * 8
+    hist[2], hist[5], hist[7] = 50, 49, 1
+    assert hist_percentile(hist, 4, 0.5) == 3 << 4  # the 50th of 100 is in bin 2
+    assert hist_percentile(hist, 4, 0.99) == 6 << 4
+    assert hist_percentile(hist, 4, 1.0) == 7 << 4  # overflow bin: its lower edge
+    assert hist_percentile([0] * 8, 4, 0.5) is None
