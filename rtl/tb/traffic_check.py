@@ -87,7 +87,7 @@ class TrafficChecker(wiring.Component):
     Timing
     ------
     Any number of beats per clock up to one; frames of 60 bytes or more back to back.
-    A frame's counters change 2-3 clocks after its last beat. After reset the SRAMs are
+    A frame's counters change 1-4 clocks after its last beat. After reset the SRAMs are
     cleared in ``max(sources * flows, bins)`` clocks.
     """
 
@@ -203,33 +203,27 @@ class TrafficChecker(wiring.Component):
         corrupt = (check != want_check) | ~v_fill
         latency = Signal(32)
         m.d.comb += latency.eq(t_first - ts)
-        shifted = latency >> self.bin_shift
-        bin_ = Mux(shifted >= self.bins - 1, self.bins - 1, shifted[: _log2(self.bins)])
 
-        # per-flow state {window, next}: read in V, decided and written in S
+        # per-flow state {next, window}: read in V, decided over S1-S2, written in S3
         m.submodules.flow_state = fs = SRAM(64, nf)
         m.submodules.histogram = hist = SRAM(32, self.bins, n_read=2)
-        idx = Cat(flow[:fb], src[:sb])
-        m.d.comb += [fs.r0_addr.eq(idx), hist.r0_addr.eq(bin_), hist.r1_addr.eq(self.hist_addr)]
+        m.d.comb += [fs.r0_addr.eq(Cat(flow[:fb], src[:sb])), hist.r1_addr.eq(self.hist_addr)]
         m.d.comb += self.hist_data.eq(hist.r1_data)
-
-        s_check, s_idx, s_seq, s_len, s_lat, s_bin, s_tenant = (
-            Signal(),
-            Signal(len(idx)),
-            Signal(32),
-            Signal(14),
-            Signal(32),
-            Signal(len(self.hist_addr)),
-            Signal(_log2(self.tenants)),
-        )
-        m.d.sync += s_check.eq(v_valid & ~v_bad & ~foreign & ~corrupt)
+        s1 = {
+            "check": Signal(name="s1_check"),
+            "idx": Signal(sb + fb, name="s1_idx"),
+            "seq": Signal(32, name="s1_seq"),
+            "len": Signal(14, name="s1_len"),
+            "lat": Signal(32, name="s1_lat"),
+            "tenant": Signal(_log2(self.tenants), name="s1_tenant"),
+        }
         m.d.sync += [
-            s_idx.eq(idx),
-            s_seq.eq(seq),
-            s_len.eq(v_len),
-            s_lat.eq(latency),
-            s_bin.eq(bin_),
-            s_tenant.eq(tenant_word[: _log2(self.tenants)]),
+            s1["check"].eq(v_valid & ~v_bad & ~foreign & ~corrupt),
+            s1["idx"].eq(Cat(flow[:fb], src[:sb])),
+            s1["seq"].eq(seq),
+            s1["len"].eq(v_len),
+            s1["lat"].eq(latency),
+            s1["tenant"].eq(tenant_word[: _log2(self.tenants)]),
         ]
         with m.If(v_valid):
             m.d.sync += [
@@ -242,23 +236,56 @@ class TrafficChecker(wiring.Component):
                 m.d.sync += self.stat_foreign.eq(self.stat_foreign + 1)
             with m.Elif(corrupt):
                 m.d.sync += self.stat_corrupt.eq(self.stat_corrupt + 1)
+        self._sequence(m, fs, hist, s1, init_done, init_addr)
 
-        # stage S: the flow's sequence decides
-        nxt, window = fs.r0_data[32:], fs.r0_data[:32]
-        d = Signal(32)
-        m.d.comb += d.eq(s_seq - nxt)
-        behind = d[31]
+    def _sequence(self, m, fs, hist, s1, init_done, init_addr):
+        """Stages S1-S3 of a checked frame: its flow's sequence decides, the flow state
+        and the histogram are updated, the counters count. Frames that are checked are
+        60 bytes or more, so at least 8 clocks apart at 64 bits: a flow's (or a bin's)
+        write in S3 lands before the next frame's read."""
+        # S1: the flow state is on the read port; seq - next; the histogram bin is read
+        nb = len(self.hist_addr)
+        s2 = {n: Signal.like(v, name=f"s2_{n}") for n, v in s1.items()}
+        s2_next, s2_window, s2_d, s2_bin = Signal(32), Signal(32), Signal(32), Signal(nb)
+        shifted = s1["lat"] >> self.bin_shift
+        bin_ = Mux(shifted >= self.bins - 1, self.bins - 1, shifted[:nb])
+        m.d.comb += hist.r0_addr.eq(bin_)
+        m.d.sync += [s2[n].eq(v) for n, v in s1.items()]
+        m.d.sync += [
+            s2_next.eq(fs.r0_data[32:]),
+            s2_window.eq(fs.r0_data[:32]),
+            s2_d.eq(s1["seq"] - fs.r0_data[32:]),
+            s2_bin.eq(bin_),
+        ]
+
+        # S2: the verdict and the new flow state
+        behind = s2_d[31]
         j = Signal(32)
-        m.d.comb += j.eq(~d)  # = next - 1 - seq
+        m.d.comb += j.eq(~s2_d)  # = next - 1 - seq
         in_window = behind & (j < WINDOW)
-        seen = in_window & window.bit_select(j[:5], 1)
-        ahead_shift = Mux(d >= WINDOW, WINDOW, d[:6] + 1)
+        seen = in_window & s2_window.bit_select(j[:5], 1)
+        ahead_shift = Mux(s2_d >= WINDOW, WINDOW, s2_d[:6] + 1)
         new_window = Signal(32)
         with m.If(~behind):
-            m.d.comb += new_window.eq(Mux(d >= WINDOW - 1, 1, (window << ahead_shift)[:32] | 1))
+            m.d.comb += new_window.eq(Mux(s2_d >= WINDOW - 1, 1, (s2_window << ahead_shift)[:32] | 1))
         with m.Else():
-            m.d.comb += new_window.eq(window | (Const(1, 32) << j[:5])[:32])
-        good = s_check & ~(behind & ~in_window) & ~seen
+            m.d.comb += new_window.eq(s2_window | (Const(1, 32) << j[:5])[:32])
+        s3 = {n: Signal.like(v, name=f"s3_{n}") for n, v in s2.items() if n != "check"}
+        good, late, dup, s3_behind = Signal(), Signal(), Signal(), Signal()
+        s3_state, s3_d, s3_bin, s3_count = Signal(64), Signal(32), Signal(nb), Signal(32)
+        m.d.sync += [s3[n].eq(s2[n]) for n in s3]
+        m.d.sync += [
+            good.eq(s2["check"] & ~(behind & ~in_window) & ~seen),
+            late.eq(s2["check"] & behind & ~in_window),
+            dup.eq(s2["check"] & seen),
+            s3_behind.eq(behind),
+            s3_state.eq(Cat(new_window, Mux(behind, s2_next, s2["seq"] + 1))),
+            s3_d.eq(s2_d),
+            s3_bin.eq(s2_bin),
+            s3_count.eq(hist.r0_data),
+        ]
+
+        # S3: write back, count
         with m.If(~init_done):
             m.d.comb += [
                 fs.w_en.eq(1),
@@ -267,35 +294,30 @@ class TrafficChecker(wiring.Component):
             ]
             m.d.comb += [hist.w_en.eq(1), hist.w_addr.eq(init_addr), hist.w_data.eq(0)]
         with m.Else():
-            m.d.comb += [
-                fs.w_en.eq(good),
-                fs.w_addr.eq(s_idx),
-                fs.w_data.eq(Cat(new_window, Mux(behind, nxt, s_seq + 1))),
-                hist.w_en.eq(good),
-                hist.w_addr.eq(s_bin),
-                hist.w_data.eq(hist.r0_data + 1),
-            ]
-        with m.If(s_check & behind & ~in_window):
+            m.d.comb += [fs.w_en.eq(good), fs.w_addr.eq(s3["idx"]), fs.w_data.eq(s3_state)]
+            m.d.comb += [hist.w_en.eq(good), hist.w_addr.eq(s3_bin), hist.w_data.eq(s3_count + 1)]
+        with m.If(late):
             m.d.sync += self.stat_late.eq(self.stat_late + 1)
-        with m.If(s_check & seen):
+        with m.If(dup):
             m.d.sync += self.stat_duplicate.eq(self.stat_duplicate + 1)
+        lat, size = s3["lat"], s3["len"]
         with m.If(good):
             m.d.sync += [
                 self.stat_good_frames.eq(self.stat_good_frames + 1),
-                self.stat_good_bytes.eq(self.stat_good_bytes + s_len),
-                self.stat_lat_sum.eq(self.stat_lat_sum + s_lat),
-                self.stat_lat_max.eq(Mux(s_lat > self.stat_lat_max, s_lat, self.stat_lat_max)),
+                self.stat_good_bytes.eq(self.stat_good_bytes + size),
+                self.stat_lat_sum.eq(self.stat_lat_sum + lat),
+                self.stat_lat_max.eq(Mux(lat > self.stat_lat_max, lat, self.stat_lat_max)),
             ]
-            with m.If(behind):
+            with m.If(s3_behind):
                 m.d.sync += [
                     self.stat_reordered.eq(self.stat_reordered + 1),
                     self.stat_lost.eq(self.stat_lost - 1),
                 ]
             with m.Else():
-                m.d.sync += self.stat_lost.eq(self.stat_lost + d)
+                m.d.sync += self.stat_lost.eq(self.stat_lost + s3_d)
             for t in range(self.tenants):
-                with m.If(s_tenant == t):
-                    m.d.sync += self.stat_tenant_bytes[t].eq(self.stat_tenant_bytes[t] + s_len)
+                with m.If(s3["tenant"] == t):
+                    m.d.sync += self.stat_tenant_bytes[t].eq(self.stat_tenant_bytes[t] + size)
 
 
 EXPORTS = [
