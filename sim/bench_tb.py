@@ -4,7 +4,7 @@ ECP5 implementation.
 Line rate is measured with Amaranth's simulator on the generator (the one of the three
 that could fall short of it): enabled at full rate with ``m_axis_tready`` always high,
 after its table sweep and first frame, it counts beats over the window, for the
-shortest frames (60 B, where the 4-clock preparation of the next frame must hide
+shortest frames (60 B, where the 5-clock preparation of the next frame must hide
 behind 8 beats) and for 1500 B frames. The checker and the link take a beat every clock
 by construction (``s_axis_tready`` is the constant 1), so their line rate is 1.0; the
 figure reported for them is that constant, not a measurement.

@@ -87,7 +87,7 @@ class TrafficChecker(wiring.Component):
     Timing
     ------
     Any number of beats per clock up to one; frames of 60 bytes or more back to back.
-    A frame's counters change 1-4 clocks after its last beat. After reset the SRAMs are
+    A frame's counters change 2-5 clocks after its last beat. After reset the SRAMs are
     cleared in ``max(sources * flows, bins)`` clocks.
     """
 
@@ -134,7 +134,6 @@ class TrafficChecker(wiring.Component):
         pos = Signal(14)
         hdr = [Signal(8, name=f"hdr{i}") for i in range(HEADER_BYTES)]
         t_first = Signal(32)
-        fill_ok = Signal()
         with m.If(fire):
             with m.If(beat_in.last):
                 m.d.sync += [beat.eq(0), pos.eq(0)]
@@ -156,22 +155,25 @@ class TrafficChecker(wiring.Component):
             want = (pos[:8] + n + seq8)[:8]
             live = (beat_in.keep[n] | ~beat_in.last) & (index >= HEADER_BYTES)
             m.d.comb += mism[n].eq(live & (byte != want))
-        with m.If(fire):
-            m.d.sync += fill_ok.eq(Mux(beat == 0, 1, fill_ok) & (mism == 0))
+        # mismatches registered per beat, accumulated a clock later (first_r: that beat
+        # started a frame); at V, acc holds the frame's beats but the last, mism_r the last
+        mism_r, first_r, acc = Signal(lanes), Signal(), Signal()
+        m.d.sync += [mism_r.eq(Mux(fire, mism, 0)), first_r.eq(fire & (beat == 0))]
+        frame_bad = Mux(first_r, 0, acc) | (mism_r != 0)
+        m.d.sync += acc.eq(frame_bad)
 
         keep_count = Signal(range(lanes + 1))
         m.d.comb += keep_count.eq(sum(beat_in.keep[n] for n in range(lanes)))
         # ---- stage V (clock after the last beat): the frame's verdict ------------------
-        v_valid, v_bad, v_len, v_fill = Signal(), Signal(), Signal(14), Signal()
+        v_valid, v_bad, v_len = Signal(), Signal(), Signal(14)
         m.d.sync += v_valid.eq(fire & beat_in.last)
         with m.If(fire & beat_in.last):
             m.d.sync += [v_bad.eq(beat_in.user[0]), v_len.eq(pos + keep_count)]
-            m.d.sync += v_fill.eq(Mux(beat == 0, 1, fill_ok) & (mism == 0))
-        self._verdict(m, now, v_valid, v_bad, v_len, v_fill, hdr, t_first)
+        self._verdict(m, now, v_valid, v_bad, v_len, ~frame_bad, hdr, t_first)
         return m
 
     def _verdict(self, m, now, v_valid, v_bad, v_len, v_fill, hdr, t_first):
-        """Stages V and S: frame verdict, flow sequence, counters, histogram."""
+        """Stages V, V2 and S1-S3: frame verdict, flow sequence, counters, histogram."""
         w16 = lambda i: Cat(hdr[i + 1], hdr[i])  # noqa: E731 - big-endian 16-bit field
         w32 = lambda i: Cat(w16(i + 2), w16(i))  # noqa: E731
         src, flow, seq, ts = w16(42), w16(44), w32(46), w32(50)
@@ -201,40 +203,51 @@ class TrafficChecker(wiring.Component):
         want_check = Const(CHECK_KEY, 16) ^ v_len ^ src ^ flow ^ seq[16:] ^ seq[:16]
         want_check = want_check ^ ts[16:] ^ ts[:16] ^ tenant_word ^ dst
         corrupt = (check != want_check) | ~v_fill
-        latency = Signal(32)
-        m.d.comb += latency.eq(t_first - ts)
-
-        # per-flow state {next, window}: read in V, decided over S1-S2, written in S3
-        m.submodules.flow_state = fs = SRAM(64, nf)
-        m.submodules.histogram = hist = SRAM(32, self.bins, n_read=2)
-        m.d.comb += [fs.r0_addr.eq(Cat(flow[:fb], src[:sb])), hist.r1_addr.eq(self.hist_addr)]
-        m.d.comb += self.hist_data.eq(hist.r1_data)
-        s1 = {
-            "check": Signal(name="s1_check"),
-            "idx": Signal(sb + fb, name="s1_idx"),
-            "seq": Signal(32, name="s1_seq"),
-            "len": Signal(14, name="s1_len"),
-            "lat": Signal(32, name="s1_lat"),
-            "tenant": Signal(_log2(self.tenants), name="s1_tenant"),
+        # stage V: the verdict's parts, registered (the next frame may overwrite the
+        # Ethernet/IP bytes from the next clock on; bytes 42-59 last longer)
+        r = {
+            "valid": Signal(name="v2_valid"),
+            "bad": Signal(name="v2_bad"),
+            "foreign": Signal(name="v2_foreign"),
+            "corrupt": Signal(name="v2_corrupt"),
+            "idx": Signal(sb + fb, name="v2_idx"),
+            "seq": Signal(32, name="v2_seq"),
+            "len": Signal(14, name="v2_len"),
+            "lat": Signal(32, name="v2_lat"),
+            "tenant": Signal(_log2(self.tenants), name="v2_tenant"),
         }
         m.d.sync += [
-            s1["check"].eq(v_valid & ~v_bad & ~foreign & ~corrupt),
-            s1["idx"].eq(Cat(flow[:fb], src[:sb])),
-            s1["seq"].eq(seq),
-            s1["len"].eq(v_len),
-            s1["lat"].eq(latency),
-            s1["tenant"].eq(tenant_word[: _log2(self.tenants)]),
+            r["valid"].eq(v_valid),
+            r["bad"].eq(v_bad),
+            r["foreign"].eq(foreign),
+            r["corrupt"].eq(corrupt),
+            r["idx"].eq(Cat(flow[:fb], src[:sb])),
+            r["seq"].eq(seq),
+            r["len"].eq(v_len),
+            r["lat"].eq(t_first - ts),
+            r["tenant"].eq(tenant_word[: _log2(self.tenants)]),
         ]
-        with m.If(v_valid):
+
+        # stage V2: count the outcome; per-flow state {next, window} read here, decided
+        # over S1-S2, written in S3
+        m.submodules.flow_state = fs = SRAM(64, nf)
+        m.submodules.histogram = hist = SRAM(32, self.bins, n_read=2)
+        m.d.comb += [fs.r0_addr.eq(r["idx"]), hist.r1_addr.eq(self.hist_addr)]
+        m.d.comb += self.hist_data.eq(hist.r1_data)
+        s1 = {n: Signal.like(r[n], name=f"s1_{n}") for n in ("idx", "seq", "len", "lat", "tenant")}
+        s1["check"] = Signal(name="s1_check")
+        m.d.sync += [s1[n].eq(r[n]) for n in s1 if n != "check"]
+        m.d.sync += s1["check"].eq(r["valid"] & ~r["bad"] & ~r["foreign"] & ~r["corrupt"])
+        with m.If(r["valid"]):
             m.d.sync += [
                 self.stat_frames.eq(self.stat_frames + 1),
-                self.stat_bytes.eq(self.stat_bytes + v_len),
+                self.stat_bytes.eq(self.stat_bytes + r["len"]),
             ]
-            with m.If(v_bad):
+            with m.If(r["bad"]):
                 m.d.sync += self.stat_bad.eq(self.stat_bad + 1)
-            with m.Elif(foreign):
+            with m.Elif(r["foreign"]):
                 m.d.sync += self.stat_foreign.eq(self.stat_foreign + 1)
-            with m.Elif(corrupt):
+            with m.Elif(r["corrupt"]):
                 m.d.sync += self.stat_corrupt.eq(self.stat_corrupt + 1)
         self._sequence(m, fs, hist, s1, init_done, init_addr)
 
@@ -242,7 +255,7 @@ class TrafficChecker(wiring.Component):
         """Stages S1-S3 of a checked frame: its flow's sequence decides, the flow state
         and the histogram are updated, the counters count. Frames that are checked are
         60 bytes or more, so at least 8 clocks apart at 64 bits: a flow's (or a bin's)
-        write in S3 lands before the next frame's read."""
+        write in S3 (V + 4) lands before the next frame's read (V + 9 at the earliest)."""
         # S1: the flow state is on the read port; seq - next; the histogram bin is read
         nb = len(self.hist_addr)
         s2 = {n: Signal.like(v, name=f"s2_{n}") for n, v in s1.items()}

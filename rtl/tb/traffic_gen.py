@@ -43,7 +43,7 @@ class TrafficGenerator(wiring.Component):
     ----------
     data_width : int
         Bits of ``tdata``: 8, 16, 32 or 64 (the smallest frame must last more clocks
-        than the 4-clock preparation of the next one).
+        than the 5-clock preparation of the next one).
     max_flows : int
         Entries of the destination table (flows), 2..256.
 
@@ -82,7 +82,7 @@ class TrafficGenerator(wiring.Component):
 
     Timing
     ------
-    After reset the table is cleared in ``max_flows`` clocks. A frame is prepared in 4
+    After reset the table is cleared in ``max_flows`` clocks. A frame is prepared in 5
     clocks (flow and size drawn, the flow's seq read and incremented, UDP port and IPv4
     checksum computed) while the previous one is sent, and starts in the clock after
     the previous one's last beat. The timestamp it carries is the clock count since
@@ -132,7 +132,7 @@ class TrafficGenerator(wiring.Component):
 
         # ---- configuration, clamped ----------------------------------------------------
         lo, hi = Signal(14), Signal(14)
-        m.d.comb += lo.eq(
+        m.d.sync += lo.eq(  # registered, as span: configuration is static during a run
             Mux(
                 self.frame_min < MIN_FRAME,
                 MIN_FRAME,
@@ -153,9 +153,9 @@ class TrafficGenerator(wiring.Component):
         rng = Signal(32)
         fresh = Signal(init=1)  # no frame prepared since reset: rng follows the seed
         rr = Signal(8)
-        pa, pb, pc = Signal(), Signal(), Signal()
+        pa, pb, pc, pd = Signal(), Signal(), Signal(), Signal()
         next_valid = Signal()
-        trigger = init_done & self.enable & (flows != 0) & ~next_valid & ~pa & ~pb & ~pc
+        trigger = init_done & self.enable & (flows != 0) & ~next_valid & ~pa & ~pb & ~pc & ~pd
         r_next = Signal(32)
         x1 = (rng ^ (rng << 13))[:32]
         x2 = x1 ^ (x1 >> 17)
@@ -173,7 +173,7 @@ class TrafficGenerator(wiring.Component):
                 size_a.eq(lo + ((rng[:16] * span) >> 16)[:14]),
                 rr.eq(Mux(rr + 1 >= flows, 0, rr + 1)),
             ]
-        m.d.sync += [pa.eq(trigger), pb.eq(pa), pc.eq(pb)]
+        m.d.sync += [pa.eq(trigger), pb.eq(pa), pc.eq(pb), pd.eq(pc)]
         m.d.comb += table.r0_addr.eq(f_a)  # read in A's clock + 1 (stage B has the data)
 
         # stage B (clock after A): the flow's {seq, dst} is on the SRAM's read port;
@@ -236,21 +236,21 @@ class TrafficGenerator(wiring.Component):
             ]
         }
         total = sum_c + dst_c
-        s1 = total[:16] + total[16:]
-        s2 = (s1[:16] + s1[16:])[:16]
+        folded = Signal(17)  # the ones' complement sum, folded once (stage D folds again)
+        m.d.sync += folded.eq(total[:16] + total[16:])
         start = Signal()
         with m.If(pc):
             m.d.sync += [
-                next_valid.eq(1),
                 nxt["flow"].eq(f_c),
                 nxt["dst"].eq(dst_c),
                 nxt["seq"].eq(seq_c),
                 nxt["size"].eq(size_c),
                 nxt["sport"].eq(sport_c),
-                nxt["csum"].eq(~s2),
                 nxt["last"].eq(last_c),
                 nxt["keep"].eq(keep_c),
             ]
+        with m.If(pd):
+            m.d.sync += [next_valid.eq(1), nxt["csum"].eq(~(folded[:16] + folded[16])[:16])]
         with m.Elif(start):
             m.d.sync += next_valid.eq(0)
 
@@ -266,7 +266,7 @@ class TrafficGenerator(wiring.Component):
         active = Signal()
         beat = Signal(14)
         pos = Signal(14)  # byte offset of the current beat
-        is_last = beat == cur["last"]
+        is_last = Signal()  # the beat on m_axis is the frame's last
         fire = o.valid & o.ready
         can_start = ~active | (fire & is_last)
         tokens = Signal(signed(36))
@@ -281,11 +281,11 @@ class TrafficGenerator(wiring.Component):
 
         with m.If(start):
             m.d.sync += [cur[n].eq(nxt[n]) for n in cur]
-            m.d.sync += [ts.eq(now + 1), active.eq(1), beat.eq(0), pos.eq(0)]
+            m.d.sync += [ts.eq(now + 1), active.eq(1), beat.eq(0), pos.eq(0), is_last.eq(nxt["last"] == 0)]
         with m.Elif(fire & is_last):
             m.d.sync += active.eq(0)
         with m.Elif(fire):
-            m.d.sync += [beat.eq(beat + 1), pos.eq(pos + lanes)]
+            m.d.sync += [beat.eq(beat + 1), pos.eq(pos + lanes), is_last.eq(beat + 1 == cur["last"])]
         with m.If(fire & is_last):
             m.d.sync += [
                 self.stat_frames.eq(self.stat_frames + 1),
