@@ -259,7 +259,8 @@ class TrafficChecker(wiring.Component):
         # S1: the flow state is on the read port; seq - next; the histogram bin is read
         nb = len(self.hist_addr)
         s2 = {n: Signal.like(v, name=f"s2_{n}") for n, v in s1.items()}
-        s2_next, s2_window, s2_d, s2_bin = Signal(32), Signal(32), Signal(32), Signal(nb)
+        s2_next, s2_window = Signal(32, name="s2_next"), Signal(32, name="s2_window")
+        s2_d, s2_bin = Signal(32, name="s2_d"), Signal(nb, name="s2_bin")
         shifted = s1["lat"] >> self.bin_shift
         bin_ = Mux(shifted >= self.bins - 1, self.bins - 1, shifted[:nb])
         m.d.comb += hist.r0_addr.eq(bin_)
@@ -275,17 +276,22 @@ class TrafficChecker(wiring.Component):
         behind = s2_d[31]
         j = Signal(32)
         m.d.comb += j.eq(~s2_d)  # = next - 1 - seq
-        in_window = behind & (j < WINDOW)
+        in_window = behind & (j[5:] == 0)  # j < 32, without a carry chain
         seen = in_window & s2_window.bit_select(j[:5], 1)
-        ahead_shift = Mux(s2_d >= WINDOW, WINDOW, s2_d[:6] + 1)
+        far_ahead = (s2_d[5:] != 0) | (s2_d[:5] == WINDOW - 1)  # d >= 31: nothing kept
         new_window = Signal(32)
         with m.If(~behind):
-            m.d.comb += new_window.eq(Mux(s2_d >= WINDOW - 1, 1, (s2_window << ahead_shift)[:32] | 1))
+            m.d.comb += new_window.eq(Mux(far_ahead, 1, ((s2_window << 1)[:32] << s2_d[:5])[:32] | 1))
         with m.Else():
             m.d.comb += new_window.eq(s2_window | (Const(1, 32) << j[:5])[:32])
         s3 = {n: Signal.like(v, name=f"s3_{n}") for n, v in s2.items() if n != "check"}
-        good, late, dup, s3_behind = Signal(), Signal(), Signal(), Signal()
-        s3_state, s3_d, s3_bin, s3_count = Signal(64), Signal(32), Signal(nb), Signal(32)
+        good, late, dup = Signal(name="s3_good"), Signal(name="s3_late"), Signal(name="s3_dup")
+        s3_behind, s3_state = Signal(name="s3_behind"), Signal(64, name="s3_state")
+        s3_d, s3_bin, s3_count = (
+            Signal(32, name="s3_d"),
+            Signal(nb, name="s3_bin"),
+            Signal(32, name="s3_count"),
+        )
         m.d.sync += [s3[n].eq(s2[n]) for n in s3]
         m.d.sync += [
             good.eq(s2["check"] & ~(behind & ~in_window) & ~seen),
