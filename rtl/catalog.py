@@ -33,6 +33,9 @@ BLOCK_MODULES = [
     "opengse.rtl.dgsq.container_framing",
     "opengse.rtl.mac.mac",
     "opengse.rtl.tops.spine",
+    "opengse.rtl.tb.link",
+    "opengse.rtl.tb.traffic_gen",
+    "opengse.rtl.tb.traffic_check",
 ]
 
 

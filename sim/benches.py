@@ -19,6 +19,9 @@ BENCHES = {
     "dgsq_manager": ("bench_dgsq", "bench", ()),
     "sprayer": ("bench_pktc", "bench", ()),
     "reorder": ("bench_pktc", "bench", ()),
+    "traffic_gen": ("bench_tb", "bench", ("traffic_gen",)),
+    "traffic_check": ("bench_tb", "bench", ("traffic_check",)),
+    "fabric_link": ("bench_tb", "bench", ("fabric_link",)),
 }
 
 
