@@ -338,7 +338,7 @@ class VOQAccounting(wiring.Component):
 
     def _apply_free(self, m, st):
         """C3 of a FREE: the packet's cells appended to the free list, after its sentinel tail."""
-        back = Signal(signed(st.cnw + 3))  # st.R - occupancy after the free
+        back = Signal(signed(st.cnw + 3))  # R - occupancy after the free
         m.d.comb += [
             back.eq(Const(st.R, signed(st.cnw + 3)) - st.o_new),
             st.link_w.en.eq(1),
