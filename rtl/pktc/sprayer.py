@@ -338,13 +338,24 @@ class ContainerSprayer(wiring.Component):
 
         # Accounting (counters, least-loaded byte loads) one clock behind, from
         # registers: keeps the uplinks' tready off the adders' paths.
-        nbytes = Signal(range(B + 1))
         keep = Mux(take_ctrl, c.payload.keep, s.payload.keep)
+        acc = self._counters(m, keep, take_data | take_ctrl, take_data, up_now, cont_start, choice)
+        self._loads(m, acc, choice_ok, min_load, healthy, healthy_prev, load)
+        return m
+
+    def _counters(self, m, keep, take, take_data, up_now, cont_start, choice):
+        """``stat_bytes`` and ``stat_containers`` per uplink, a clock after the beat
+        (``take``: a beat moves to the output register, ``take_data``: a data beat, on
+        uplink ``up_now``; ``cont_start``: a container starts on ``choice``). Returns the
+        registered data beat ``(valid, uplink, bytes)`` for the loads."""
+        U, B = self.uplinks, self.data_width // 8
+        ubits = max(1, (U - 1).bit_length())
+        nbytes = Signal(range(B + 1))
         m.d.comb += nbytes.eq(sum(keep[k] for k in range(B)))
         acc_v, acc_data, acc_up, acc_n = Signal(), Signal(), Signal(ubits), Signal(range(B + 1))
         acc_cont, acc_cont_up = Signal(), Signal(ubits)
         m.d.sync += [
-            acc_v.eq(take_data | take_ctrl),
+            acc_v.eq(take),
             acc_data.eq(take_data),
             acc_up.eq(up_now),
             acc_n.eq(nbytes),
@@ -356,16 +367,23 @@ class ContainerSprayer(wiring.Component):
                 m.d.sync += self.stat_bytes[i].eq(self.stat_bytes[i] + acc_n)
             with m.If(acc_cont & (acc_cont_up == i)):
                 m.d.sync += self.stat_containers[i].eq(self.stat_containers[i] + 1)
+        return acc_data, acc_up, acc_n
+
+    def _loads(self, m, acc, choice_ok, min_load, healthy, healthy_prev, load):
+        """The least-loaded policy's byte loads: each uplink's data bytes (``acc``, from
+        :meth:`_counters`), all lowered together by ``LOAD_NORM`` when the least loaded
+        one reaches it (every other clock at most); a rejoining uplink starts at the
+        least load."""
+        acc_data, acc_up, acc_n = acc
         norm = Signal()
         m.d.sync += norm.eq(~norm & choice_ok & (min_load >= LOAD_NORM))  # every other clock at most
-        for i in range(U):
+        for i in range(self.uplinks):
             inc = Mux(acc_data & (acc_up == i), acc_n, 0)
             with m.If(healthy[i] & ~healthy_prev[i]):
                 m.d.sync += load[i].eq(min_load)  # a rejoining link starts level
             with m.Else():
                 dec = Mux(norm, Mux(load[i] >= LOAD_NORM, LOAD_NORM, load[i]), 0)
                 m.d.sync += load[i].eq(load[i] + inc - dec)
-        return m
 
 
 EXPORTS = [

@@ -33,6 +33,8 @@ Interface:
   ``free == 0`` / ``free - 1 < deficit``); the buffer keeps the sticky flag.
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -147,6 +149,46 @@ class VOQAccounting(wiring.Component):
         ]
         dold = Signal(cnw)
         m.d.comb += dold.eq(Mux(rmo > 0, rmo, 0))
+        st = SimpleNamespace(
+            R=R,
+            cnw=cnw,
+            qptr_l=qptr_l,
+            qcnt_l=qcnt_l,
+            F=F,
+            free_tail=free_tail,
+            D=D,
+            occ=occ,
+            queued=queued,
+            deq_cells=deq_cells,
+            enq_pkts=enq_pkts,
+            fail=fail,
+            c=c,
+            c_pend=c_pend,
+            u=u,
+            u_pend=u_pend,
+            f=f,
+            f_pend=f_pend,
+            ev_kind=ev_kind,
+            ev_q=ev_q,
+            ev_t=ev_t,
+            ev_cells=ev_cells,
+            ev_len=ev_len,
+            ev_head=ev_head,
+            ev_tail=ev_tail,
+            o_old=o_old,
+            o_new=o_new,
+            rmo=rmo,
+            r_qptr=r_qptr,
+            r_qcnt=r_qcnt,
+            r_link=r_link,
+            qptr_w_en=qptr_w_en,
+            qptr_w_addr=qptr_w_addr,
+            qptr_w_data=qptr_w_data,
+            qtail_w_en=qtail_w_en,
+            link_w=link_w,
+            qcnt_w=qcnt_w,
+            dold=dold,
+        )
         with m.FSM(name="acct"):
             with m.State("INIT"):
                 # Clear the tables after reset: link[i] = i + 1, every queue empty.
@@ -167,41 +209,7 @@ class VOQAccounting(wiring.Component):
                     m.next = "IDLE"
             with m.State("IDLE"):
                 m.d.comb += init_done.eq(self.counters_ready)
-                with m.If(c_pend):
-                    m.d.sync += [
-                        ev_kind.eq(EV_COMMIT),
-                        ev_q.eq(c.queue),
-                        ev_t.eq(c.tenant),
-                        ev_cells.eq(c.cells),
-                        ev_len.eq(c.len),
-                        ev_head.eq(c.head),
-                        ev_tail.eq(c.tail),
-                        o_old.eq(occ[c.tenant]),
-                    ]
-                    m.next = "C2"
-                with m.Elif(u_pend):
-                    m.d.sync += [
-                        ev_kind.eq(EV_TAKEOFF),
-                        ev_q.eq(u.queue),
-                        ev_cells.eq(u.cells),
-                        ev_len.eq(u.len),
-                        ev_tail.eq(u.last),
-                    ]
-                    m.next = "C2"
-                with m.Elif(f_pend):
-                    # FREE reads no table: 2 cycles (so COMMIT + TAKEOFF + FREE of one
-                    # 8-beat packet each fit in 8 cycles).
-                    m.d.sync += [
-                        ev_kind.eq(EV_FREE),
-                        ev_t.eq(f.tenant),
-                        ev_cells.eq(f.cells),
-                        ev_head.eq(f.head),
-                        ev_tail.eq(f.tail),
-                        o_old.eq(occ[f.tenant]),
-                        o_new.eq(occ[f.tenant] - f.cells),
-                        rmo.eq(Const(R, signed(cnw + 2)) - occ[f.tenant]),
-                    ]
-                    m.next = "C3"
+                self._pick_event(m, st)
             with m.State("C2"):
                 m.d.comb += init_done.eq(1)
                 m.d.sync += [
@@ -216,87 +224,137 @@ class VOQAccounting(wiring.Component):
                 m.next = "IDLE"
                 with m.Switch(ev_kind):
                     with m.Case(EV_COMMIT):
-                        nonempty = r_qcnt.pkts != 0
-                        consumed = Mux(ev_cells < dold, ev_cells, dold)
-                        m.d.comb += [
-                            link_w.en.eq(nonempty),
-                            link_w.addr.eq(r_qptr.tail),
-                            link_w.data.eq(ev_head),
-                            qptr_w_en.eq(1),
-                            qptr_w_addr.eq(ev_q),
-                            qtail_w_en.eq(1),
-                            qptr_w_data.as_value().eq(
-                                pack(qptr_l, head=Mux(nonempty, r_qptr.head, ev_head), tail=ev_tail)
-                            ),
-                            qcnt_w.en.eq(1),
-                            qcnt_w.addr.eq(ev_q),
-                            qcnt_w.data.eq(
-                                pack(
-                                    qcnt_l,
-                                    pkts=r_qcnt.pkts + 1,
-                                    bytes=r_qcnt.bytes + ev_len,
-                                    cells=r_qcnt.cells + ev_cells,
-                                )
-                            ),
-                            self.s_commit.ready.eq(1),
-                        ]
-                        m.d.sync += [
-                            F.eq(F - ev_cells),
-                            occ[ev_t].eq(o_old + ev_cells),
-                            D.eq(D - consumed),
-                            queued.eq(queued + ev_cells),
-                            enq_pkts.eq(enq_pkts + 1),
-                        ]
-                        with m.If(F <= ev_cells):
-                            m.d.comb += fail.eq(1)
+                        self._apply_commit(m, st)
                     with m.Case(EV_TAKEOFF):
-                        m.d.comb += [
-                            qptr_w_en.eq(1),
-                            qptr_w_addr.eq(ev_q),
-                            qptr_w_data.as_value().eq(pack(qptr_l, head=r_link, tail=r_qptr.tail)),
-                            qcnt_w.en.eq(1),
-                            qcnt_w.addr.eq(ev_q),
-                            qcnt_w.data.eq(
-                                pack(
-                                    qcnt_l,
-                                    pkts=r_qcnt.pkts - 1,
-                                    bytes=r_qcnt.bytes - ev_len,
-                                    cells=r_qcnt.cells - ev_cells,
-                                )
-                            ),
-                            self.s_takeoff.ready.eq(1),
-                        ]
-                        m.d.sync += [queued.eq(queued - ev_cells), deq_cells.eq(deq_cells + ev_cells)]
-                        with m.If(
-                            (r_qcnt.pkts == 0)
-                            | (r_qcnt.cells < ev_cells)
-                            | (r_qcnt.bytes < ev_len)
-                            | (queued < ev_cells)
-                        ):
-                            m.d.comb += fail.eq(1)
+                        self._apply_takeoff(m, st)
                     with m.Case(EV_FREE):
-                        back = Signal(signed(cnw + 3))  # R - occupancy after the free
-                        m.d.comb += [
-                            back.eq(Const(R, signed(cnw + 3)) - o_new),
-                            link_w.en.eq(1),
-                            link_w.addr.eq(free_tail),
-                            link_w.data.eq(ev_head),
-                            self.s_free.ready.eq(1),
-                        ]
-                        # deficit regained: all cells if the tenant was at or below its
-                        # reservation, else what the free takes it below.
-                        regained = Mux(rmo >= 0, ev_cells, Mux(back > 0, back, 0))
-                        m.d.sync += [
-                            free_tail.eq(ev_tail),
-                            F.eq(F + ev_cells),
-                            occ[ev_t].eq(o_new),
-                            D.eq(D + regained),
-                            deq_cells.eq(deq_cells - ev_cells),
-                        ]
-                        with m.If((deq_cells < ev_cells) | (o_old < ev_cells)):
-                            m.d.comb += fail.eq(1)
+                        self._apply_free(m, st)
 
         # Standing invariants, checked every cycle.
         with m.If(((F + queued + deq_cells)[: cnw + 1] != N) | (F == 0) | (F - 1 < D)):
             m.d.comb += fail.eq(1)
         return m
+
+    def _pick_event(self, m, st):
+        """IDLE: the next event (COMMIT > TAKEOFF > FREE) and its operands, registered."""
+        with m.If(st.c_pend):
+            m.d.sync += [
+                st.ev_kind.eq(EV_COMMIT),
+                st.ev_q.eq(st.c.queue),
+                st.ev_t.eq(st.c.tenant),
+                st.ev_cells.eq(st.c.cells),
+                st.ev_len.eq(st.c.len),
+                st.ev_head.eq(st.c.head),
+                st.ev_tail.eq(st.c.tail),
+                st.o_old.eq(st.occ[st.c.tenant]),
+            ]
+            m.next = "C2"
+        with m.Elif(st.u_pend):
+            m.d.sync += [
+                st.ev_kind.eq(EV_TAKEOFF),
+                st.ev_q.eq(st.u.queue),
+                st.ev_cells.eq(st.u.cells),
+                st.ev_len.eq(st.u.len),
+                st.ev_tail.eq(st.u.last),
+            ]
+            m.next = "C2"
+        with m.Elif(st.f_pend):
+            # FREE reads no table: 2 cycles (so COMMIT + TAKEOFF + FREE of one
+            # 8-beat packet each fit in 8 cycles).
+            m.d.sync += [
+                st.ev_kind.eq(EV_FREE),
+                st.ev_t.eq(st.f.tenant),
+                st.ev_cells.eq(st.f.cells),
+                st.ev_head.eq(st.f.head),
+                st.ev_tail.eq(st.f.tail),
+                st.o_old.eq(st.occ[st.f.tenant]),
+                st.o_new.eq(st.occ[st.f.tenant] - st.f.cells),
+                st.rmo.eq(Const(st.R, signed(st.cnw + 2)) - st.occ[st.f.tenant]),
+            ]
+            m.next = "C3"
+
+    def _apply_commit(self, m, st):
+        """C3 of a COMMIT: the packet's cells appended to its queue (link, head/tail, counts)."""
+        nonempty = st.r_qcnt.pkts != 0
+        consumed = Mux(st.ev_cells < st.dold, st.ev_cells, st.dold)
+        m.d.comb += [
+            st.link_w.en.eq(nonempty),
+            st.link_w.addr.eq(st.r_qptr.tail),
+            st.link_w.data.eq(st.ev_head),
+            st.qptr_w_en.eq(1),
+            st.qptr_w_addr.eq(st.ev_q),
+            st.qtail_w_en.eq(1),
+            st.qptr_w_data.as_value().eq(
+                pack(st.qptr_l, head=Mux(nonempty, st.r_qptr.head, st.ev_head), tail=st.ev_tail)
+            ),
+            st.qcnt_w.en.eq(1),
+            st.qcnt_w.addr.eq(st.ev_q),
+            st.qcnt_w.data.eq(
+                pack(
+                    st.qcnt_l,
+                    pkts=st.r_qcnt.pkts + 1,
+                    bytes=st.r_qcnt.bytes + st.ev_len,
+                    cells=st.r_qcnt.cells + st.ev_cells,
+                )
+            ),
+            self.s_commit.ready.eq(1),
+        ]
+        m.d.sync += [
+            st.F.eq(st.F - st.ev_cells),
+            st.occ[st.ev_t].eq(st.o_old + st.ev_cells),
+            st.D.eq(st.D - consumed),
+            st.queued.eq(st.queued + st.ev_cells),
+            st.enq_pkts.eq(st.enq_pkts + 1),
+        ]
+        with m.If(st.F <= st.ev_cells):
+            m.d.comb += st.fail.eq(1)
+
+    def _apply_takeoff(self, m, st):
+        """C3 of a TAKEOFF: the queue's head packet taken off it (new head = its last cell's link)."""
+        m.d.comb += [
+            st.qptr_w_en.eq(1),
+            st.qptr_w_addr.eq(st.ev_q),
+            st.qptr_w_data.as_value().eq(pack(st.qptr_l, head=st.r_link, tail=st.r_qptr.tail)),
+            st.qcnt_w.en.eq(1),
+            st.qcnt_w.addr.eq(st.ev_q),
+            st.qcnt_w.data.eq(
+                pack(
+                    st.qcnt_l,
+                    pkts=st.r_qcnt.pkts - 1,
+                    bytes=st.r_qcnt.bytes - st.ev_len,
+                    cells=st.r_qcnt.cells - st.ev_cells,
+                )
+            ),
+            self.s_takeoff.ready.eq(1),
+        ]
+        m.d.sync += [st.queued.eq(st.queued - st.ev_cells), st.deq_cells.eq(st.deq_cells + st.ev_cells)]
+        with m.If(
+            (st.r_qcnt.pkts == 0)
+            | (st.r_qcnt.cells < st.ev_cells)
+            | (st.r_qcnt.bytes < st.ev_len)
+            | (st.queued < st.ev_cells)
+        ):
+            m.d.comb += st.fail.eq(1)
+
+    def _apply_free(self, m, st):
+        """C3 of a FREE: the packet's cells appended to the free list, after its sentinel tail."""
+        back = Signal(signed(st.cnw + 3))  # R - occupancy after the free
+        m.d.comb += [
+            back.eq(Const(st.R, signed(st.cnw + 3)) - st.o_new),
+            st.link_w.en.eq(1),
+            st.link_w.addr.eq(st.free_tail),
+            st.link_w.data.eq(st.ev_head),
+            self.s_free.ready.eq(1),
+        ]
+        # deficit regained: all cells if the tenant was at or below its
+        # reservation, else what the free takes it below.
+        regained = Mux(st.rmo >= 0, st.ev_cells, Mux(back > 0, back, 0))
+        m.d.sync += [
+            st.free_tail.eq(st.ev_tail),
+            st.F.eq(st.F + st.ev_cells),
+            st.occ[st.ev_t].eq(st.o_new),
+            st.D.eq(st.D + regained),
+            st.deq_cells.eq(st.deq_cells - st.ev_cells),
+        ]
+        with m.If((st.deq_cells < st.ev_cells) | (st.o_old < st.ev_cells)):
+            m.d.comb += st.fail.eq(1)

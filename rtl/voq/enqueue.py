@@ -32,6 +32,8 @@ waits at a cell boundary until the next cell is admitted and its link read). A c
 is posted when the last beat is accepted if the packet's last cell is admitted by then.
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -145,33 +147,35 @@ class VOQEnqueue(wiring.Component):
         ):
             m.d.comb += self.check_fail.eq(1)
 
+        st = SimpleNamespace(
+            g=g,
+            adm=adm,
+            F=F,
+            D=D,
+            occ=occ,
+            c=c,
+            c_pend=c_pend,
+            e_active=e_active,
+            e_fin=e_fin,
+            e_q=e_q,
+            e_t=e_t,
+            e_cur=e_cur,
+            e_head=e_head,
+            e_kk=e_kk,
+            e_drop=e_drop,
+            e_reason=e_reason,
+            e_pid=e_pid,
+            e_qc_raw=e_qc_raw,
+            e_qc_corr=e_qc_corr,
+            e_qc_st=e_qc_st,
+            e_cell_ok=e_cell_ok,
+            e_nxt=e_nxt,
+            e_busy=e_busy,
+            drop_rdy=drop_rdy,
+            fhead=fhead,
+        )
         # -- admission: one question per clock while the current cell has no verdict --
-        def sg(x):
-            return Cat(x, Const(0, 1)).as_signed()
-
-        tag = Cat(e_kk, e_pid)
-        q = adm.s_cell.payload
-        m.d.comb += [
-            adm.s_cell.valid.eq(e_busy & ~e_drop & ~e_cell_ok),
-            q.tag.eq(tag),
-            q.kk.eq(e_kk),
-            q.free.eq(F),
-            q.deficit.eq(D),
-            q.occ.eq(occ[e_t]),
-            q.pend.eq(Mux(c_pend, c.cells, 0)),
-            q.pend_own.eq(Mux(c_pend & (c.tenant == e_t), c.cells, 0)),
-            q.pend_occ.eq(occ[c.tenant]),
-            adm.queue_cells.eq(sg(e_qc_raw) + sg(e_qc_corr) + sg(e_kk)),
-            adm.queue_cells_valid.eq(e_qc_st == 2),
-        ]
-        verdict = adm.m_verdict
-        adm_now = Signal()
-        m.d.comb += adm_now.eq(verdict.valid & (verdict.payload.tag == tag) & e_busy & ~e_drop & ~e_cell_ok)
-        with m.If(adm_now):
-            with m.If(verdict.payload.admit):
-                m.d.sync += e_cell_ok.eq(1)
-            with m.Else():
-                m.d.sync += [e_drop.eq(1), e_reason.eq(verdict.payload.reason)]
+        tag = self._admission(m, st)
 
         # -- next cell: link[cur]. Safe to read as soon as the current cell is known not
         # to be the free list's sentinel (a free cell lies beyond it): its link is then
@@ -249,40 +253,9 @@ class VOQEnqueue(wiring.Component):
         with m.Elif(e_fin):
             m.d.comb += [finish_now.eq(1), fin_bad.eq(e_fin_bad), fin_len.eq(e_fin_len)]
 
-        with m.If(finish_now):
-            with m.If(e_drop | fin_bad):
-                # A bad frame still waits for its current cell's admission verdict, so
-                # the drop reason does not depend on timing (admission reasons win).
-                with m.If(drop_rdy & (e_drop | e_cell_ok)):
-                    m.d.comb += [drop_post.eq(1), drop_reason.eq(Mux(e_drop, e_reason, R_BAD))]
-                    m.d.sync += [e_fin.eq(0), e_active.eq(0)]
-            with m.Elif(can_move & ~c_pend):
-                m.d.comb += commit_post.eq(1)
-                m.d.sync += [
-                    e_fin.eq(0),
-                    e_active.eq(0),
-                    fhead.eq(e_nxt),
-                    c_pend.eq(1),
-                    c.queue.eq(e_q),
-                    c.tenant.eq(e_t),
-                    c.cells.eq(e_kk + 1),
-                    c.len.eq(fin_len),
-                    c.head.eq(e_head),
-                    c.tail.eq(e_cur),
-                ]
-        m.d.comb += [
-            self.pkt_w.en.eq(commit_post),
-            self.pkt_w.addr.eq(e_head),
-            self.pkt_w.data.eq(pack(pkt_layout(g), len=fin_len, tenant=e_t)),
-            self.m_drop.valid.eq(drop_post),
-            self.m_drop.payload.queue.eq(e_q),
-            self.m_drop.payload.tenant.eq(e_t),
-        ]
-        with m.If(drop_post):
-            with m.Switch(drop_reason):
-                for i in range(len(DROP_REASONS)):
-                    with m.Case(i):
-                        m.d.sync += self.drops[i].eq(self.drops[i] + 1)
+        st.can_move, st.finish_now, st.fin_bad, st.fin_len = can_move, finish_now, fin_bad, fin_len
+        st.drop_post, st.drop_reason, st.commit_post = drop_post, drop_reason, commit_post
+        self._finish(m, st)
         m.d.comb += [
             self.enq_cells.eq(Mux(e_busy & ~e_drop, e_kk + 1, 0)),
             self.tap_cell_we.eq(wr_en),
@@ -292,3 +265,75 @@ class VOQEnqueue(wiring.Component):
             self.tap_commit_cells.eq(e_kk + 1),
         ]
         return m
+
+    def _admission(self, m, st):
+        """The admission question for the current cell (one per clock while it has no verdict),
+        and its verdict: admitted, or the packet dropped with the reason. Returns the tag."""
+
+        def sg(x):
+            return Cat(x, Const(0, 1)).as_signed()
+
+        tag = Cat(st.e_kk, st.e_pid)
+        q = st.adm.s_cell.payload
+        m.d.comb += [
+            st.adm.s_cell.valid.eq(st.e_busy & ~st.e_drop & ~st.e_cell_ok),
+            q.tag.eq(tag),
+            q.kk.eq(st.e_kk),
+            q.free.eq(st.F),
+            q.deficit.eq(st.D),
+            q.occ.eq(st.occ[st.e_t]),
+            q.pend.eq(Mux(st.c_pend, st.c.cells, 0)),
+            q.pend_own.eq(Mux(st.c_pend & (st.c.tenant == st.e_t), st.c.cells, 0)),
+            q.pend_occ.eq(st.occ[st.c.tenant]),
+            st.adm.queue_cells.eq(sg(st.e_qc_raw) + sg(st.e_qc_corr) + sg(st.e_kk)),
+            st.adm.queue_cells_valid.eq(st.e_qc_st == 2),
+        ]
+        verdict = st.adm.m_verdict
+        adm_now = Signal()
+        m.d.comb += adm_now.eq(
+            verdict.valid & (verdict.payload.tag == tag) & st.e_busy & ~st.e_drop & ~st.e_cell_ok
+        )
+        with m.If(adm_now):
+            with m.If(verdict.payload.admit):
+                m.d.sync += st.e_cell_ok.eq(1)
+            with m.Else():
+                m.d.sync += [st.e_drop.eq(1), st.e_reason.eq(verdict.payload.reason)]
+        return tag
+
+    def _finish(self, m, st):
+        """The packet's end: a drop posted (with its reason, counted), or its commit posted
+        (free list head moved on, the packet's length and tenant written)."""
+        with m.If(st.finish_now):
+            with m.If(st.e_drop | st.fin_bad):
+                # A bad frame still waits for its current cell's admission verdict, so
+                # the drop reason does not depend on timing (admission reasons win).
+                with m.If(st.drop_rdy & (st.e_drop | st.e_cell_ok)):
+                    m.d.comb += [st.drop_post.eq(1), st.drop_reason.eq(Mux(st.e_drop, st.e_reason, R_BAD))]
+                    m.d.sync += [st.e_fin.eq(0), st.e_active.eq(0)]
+            with m.Elif(st.can_move & ~st.c_pend):
+                m.d.comb += st.commit_post.eq(1)
+                m.d.sync += [
+                    st.e_fin.eq(0),
+                    st.e_active.eq(0),
+                    st.fhead.eq(st.e_nxt),
+                    st.c_pend.eq(1),
+                    st.c.queue.eq(st.e_q),
+                    st.c.tenant.eq(st.e_t),
+                    st.c.cells.eq(st.e_kk + 1),
+                    st.c.len.eq(st.fin_len),
+                    st.c.head.eq(st.e_head),
+                    st.c.tail.eq(st.e_cur),
+                ]
+        m.d.comb += [
+            self.pkt_w.en.eq(st.commit_post),
+            self.pkt_w.addr.eq(st.e_head),
+            self.pkt_w.data.eq(pack(pkt_layout(st.g), len=st.fin_len, tenant=st.e_t)),
+            self.m_drop.valid.eq(st.drop_post),
+            self.m_drop.payload.queue.eq(st.e_q),
+            self.m_drop.payload.tenant.eq(st.e_t),
+        ]
+        with m.If(st.drop_post):
+            with m.Switch(st.drop_reason):
+                for i in range(len(DROP_REASONS)):
+                    with m.Case(i):
+                        m.d.sync += self.drops[i].eq(self.drops[i] + 1)

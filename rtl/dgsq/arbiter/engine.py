@@ -1,5 +1,7 @@
 """The grant arbiter's engine: REQUESTs, arrivals and lease expiries, one at a time."""
 
+from types import SimpleNamespace
+
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -84,8 +86,17 @@ class Engine(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        s = self._pipeline(m)
+        self._accept(m, s)
+        self._stage_a(m, s)
+        self._stage_b(m, s)
+        self._counters(m, s)
+        return m
+
+    def _pipeline(self, m):
+        """The stages' registers and their movement (``a_move``, ``b_move``, ``e_done``),
+        E's entry into the engine lane (``go``) and its check a clock ahead (``e_ok``)."""
         n = self.n
-        valid = self.valid
         # Four stages, one operation each: accept (operands latched into A), A (CAM
         # compare, registered), B (target chosen), E (waits until its target has no
         # operation in either lane, checked a clock ahead, then enters the engine
@@ -137,7 +148,48 @@ class Engine(wiring.Component):
             e_in_r.eq((e_tgt & self.busy_next).any()),
         ]
         m.d.sync += [e_armed.eq(e_v & ~e_done), e_ok.eq(~(e_in_g1 | e_in_e1 | e_in_r))]
+        return SimpleNamespace(
+            turn=turn,
+            a_v=a_v,
+            a_kind=a_kind,
+            a_isexp=a_isexp,
+            a_req=a_req,
+            a_cred=a_cred,
+            a_last=a_last,
+            a_exp=a_exp,
+            a_key=a_key,
+            a_key_n=a_key_n,
+            a_same=a_same,
+            a_move=a_move,
+            d_same=d_same,
+            b_v=b_v,
+            b_kind=b_kind,
+            b_req=b_req,
+            b_cred=b_cred,
+            b_last=b_last,
+            alloc_ok=alloc_ok,
+            b_cam=b_cam,
+            b_kind_now=b_kind_now,
+            b_same=b_same,
+            b_same_now=b_same_now,
+            b_move=b_move,
+            e_v=e_v,
+            e_kind=e_kind,
+            e_has=e_has,
+            e_hit_r=e_hit_r,
+            e_req=e_req,
+            e_tgt=e_tgt,
+            e_armed=e_armed,
+            e_done=e_done,
+        )
 
+    def _accept(self, m, s):
+        """Accept: round-robin among REQUESTs, arrivals and expiries, into A when A is
+        empty."""
+        turn, a_v, a_kind, a_isexp, a_req = s.turn, s.a_v, s.a_kind, s.a_isexp, s.a_req
+        a_cred, a_last, a_exp, a_key, a_key_n = s.a_cred, s.a_last, s.a_exp, s.a_key, s.a_key_n
+        a_same, a_move, b_v, b_kind_now = s.a_same, s.a_move, s.b_v, s.b_kind_now
+        e_v, e_kind, e_done = s.e_v, s.e_kind, s.e_done
         # Accept: round-robin among REQUESTs, arrivals and expiries (one expiry in the
         # engine at a time, never for a slot with an operation in a lane).
         # Registered: a clock stale, which is safe because A accepts only when empty
@@ -200,6 +252,15 @@ class Engine(wiring.Component):
                 with m.Case(OP_EXP):
                     m.d.sync += a_exp.eq(self.exp_oh)
 
+    def _stage_a(self, m, s):
+        """A: the CAM compare and A's operands, registered every clock; B's registers
+        loaded from them in B's first clock."""
+        n = self.n
+        a_kind, a_isexp, a_req, a_cred, a_last = s.a_kind, s.a_isexp, s.a_req, s.a_cred, s.a_last
+        a_exp, a_same, a_move, d_same, b_v = s.a_exp, s.a_same, s.a_move, s.d_same, s.b_v
+        b_kind, b_req, b_cred, b_last, b_same = s.b_kind, s.b_req, s.b_cred, s.b_last, s.b_same
+        alloc_ok, b_cam, b_same_now = s.alloc_ok, s.b_cam, s.b_same_now
+        b_kind_now, b_move = s.b_kind_now, s.b_move
         # A: the key is compared with every live slot (the CAM, registered here). A's
         # operands and CAM compare are registered every clock (no enable): in B's
         # first clock (``b_first``) they describe the operation that moved in, and B
@@ -240,7 +301,18 @@ class Engine(wiring.Component):
             b_same_now.eq(Mux(b_first, d_same, b_same)),
             b_kind_now.eq(Mux(b_first, d_kind, b_kind)),
         ]
+        s.d_lo, s.d_hi, s.b_first = d_lo, d_hi, b_first
 
+    def _stage_b(self, m, s):
+        """B: the target (the CAM hit, a forwarded key's slot, or the lowest free slot),
+        B's candidates for the pick's mask, and the move into E."""
+        n = self.n
+        valid = self.valid
+        a_move, b_v, b_kind, b_req, b_cred = s.a_move, s.b_v, s.b_kind, s.b_req, s.b_cred
+        b_last, alloc_ok, b_cam, b_kind_now = s.b_last, s.alloc_ok, s.b_cam, s.b_kind_now
+        b_same_now, b_move, b_first, d_lo, d_hi = s.b_same_now, s.b_move, s.b_first, s.d_lo, s.d_hi
+        e_v, e_kind, e_has, e_hit_r, e_req = s.e_v, s.e_kind, s.e_has, s.e_hit_r, s.e_req
+        e_tgt, e_armed, e_done = s.e_tgt, s.e_armed, s.e_done
         # B: choose the target. A REQUEST writes its slot's key (and live bit) from its
         # first clock in E on; an operation behind it compared before that: the key
         # written last clock (``al``) is forwarded, and remembered while B waits. A new
@@ -297,6 +369,9 @@ class Engine(wiring.Component):
         with m.Elif(e_done):
             m.d.sync += e_v.eq(0)
 
+    def _counters(self, m, s):
+        """E: the counters of operations that end here, and the claim of a new slot."""
+        e_v, e_has, e_kind, e_req, e_done = s.e_v, s.e_has, s.e_kind, s.e_req, s.e_done
         # E: counters of operations that end here.
         with m.If(e_v & ~e_has):
             # Nothing to do: an unknown arrival, a REQUEST without a slot, or a
@@ -309,4 +384,3 @@ class Engine(wiring.Component):
             m.d.sync += self.stat_requests.eq(self.stat_requests + 1)
         # A REQUEST's slot is live (and its key in the CAM) from its first clock in E on.
         m.d.comb += self.claim_en.eq(e_v & e_has & (e_kind == OP_REQ))
-        return m

@@ -1,5 +1,7 @@
 """The grant arbiter's engine lane: read-modify-write of a slot for the engine."""
 
+from types import SimpleNamespace
+
 from amaranth import Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -56,7 +58,16 @@ class EngineLane(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        G, K, cw, slot_l = self.grant_credits, self.max_inflight, self.cw, self.word_layout
+        p = self._pipeline(m)
+        s5 = self._read_and_demand(m, p)
+        s7 = self._credit(m, p, s5)
+        w8 = self._new_word(m, p, s7)
+        self._write_back(m, p, w8)
+        return m
+
+    def _pipeline(self, m):
+        """The operation's kind, hit, slot and operands, carried stage by stage; the
+        expiry's still-expired check (``xlive``)."""
         SB, PE = self.slot_bits, ENGINE_STAGES
         ev, eoh, op = self.stages.v, self.stages.oh, self.op
         # e1 address; e2 words read; e3..e6 arithmetic; e7 new word; e8 write-back.
@@ -88,10 +99,19 @@ class EngineLane(wiring.Component):
             m.d.sync += [sreq[k].eq(sreq[k - 1]), slast[k].eq(slast[k - 1])]
         arr_cred1 = Signal(16)
         m.d.sync += arr_cred1.eq(op.credits)
+        return SimpleNamespace(
+            kind=ekind, hit=ehit, idx=eidx, xlive=xlive, req=sreq, last=slast, arr_cred1=arr_cred1
+        )
 
-        m.d.comb += [self.rd.addr.eq(eidx[1]), self.rd.oh.eq(eoh[0])]
+    def _read_and_demand(self, m, p):
+        """e2..e4: the slot's word read; a REQUEST's grants it had not seen (bounded by
+        those in flight or settled), an arrival's credit and containers, a new slot's
+        quota. Returns the stage-5 registers."""
+        G, K, cw, slot_l = self.grant_credits, self.max_inflight, self.cw, self.word_layout
+        eoh, sreq, slast = self.stages.oh, p.req, p.last
+        m.d.comb += [self.rd.addr.eq(p.idx[1]), self.rd.oh.eq(eoh[0])]
         arr_c2 = Signal(10)
-        m.d.sync += arr_c2.eq(Mux(arr_cred1 > DEBT_MAX, DEBT_MAX, arr_cred1))
+        m.d.sync += arr_c2.eq(Mux(p.arr_cred1 > DEBT_MAX, DEBT_MAX, p.arr_cred1))
         er3 = Signal(slot_l)
         arr_c3 = Signal(10)
         m.d.sync += [er3.eq(self.rd.data), arr_c3.eq(arr_c2)]
@@ -148,7 +168,26 @@ class EngineLane(wiring.Component):
             ncl5.eq(ncl4),
             er5.eq(er4),
         ]
+        return SimpleNamespace(
+            resync=resync5,
+            covered=covered5,
+            cl1c=cl1c5,
+            a_infl=a_infl5,
+            quota=e_quota5,
+            pcl=pcl5,
+            ncl=ncl5,
+            er=er5,
+            u_small=u_small5,
+        )
 
+    def _credit(self, m, p, s5):
+        """e5, e6: the REQUEST's demand and settled grants kept; the arrival's credit
+        after the containers still expected (the rest is released) and the debt an
+        overrun added. Returns the stage-7 registers."""
+        G, K, cw, slot_l = self.grant_credits, self.max_inflight, self.cw, self.word_layout
+        sreq, slast = p.req, p.last
+        resync5, covered5, cl1c5, a_infl5 = s5.resync, s5.covered, s5.cl1c, s5.a_infl
+        e_quota5, pcl5, ncl5, er5, u_small5 = s5.quota, s5.pcl, s5.ncl, s5.er, s5.u_small
         # e5.
         keep5 = Signal(range(K * G + 1))
         m.d.comb += keep5.eq(a_infl5 * G)
@@ -212,7 +251,26 @@ class EngineLane(wiring.Component):
             er_dem_nz7.eq(er_dem_nz6),
         ]
         m.d.sync += [c7[k].eq(v) for k, v in c6.items()]
+        return SimpleNamespace(
+            cl2=cl2_7,
+            pcl2=pcl2_7,
+            debt_inc=debt_inc7,
+            c=c7,
+            dem_r=dem_r7,
+            dem_nz=dem_nz7,
+            bl_nz=bl_nz7,
+            er_dem_nz=er_dem_nz7,
+            rc_keep=rc_keep7,
+            er=er7,
+        )
 
+    def _new_word(self, m, p, s7):
+        """e7: the slot's new word per kind of operation, whether it has demand (from
+        flags formed a stage ahead), and the credit released; registered for e8."""
+        K, cw, slot_l, PE = self.max_inflight, self.cw, self.word_layout, ENGINE_STAGES
+        ev, ekind, ehit, sreq, slast, xlive = self.stages.v, p.kind, p.hit, p.req, p.last, p.xlive
+        er7, c7, debt_inc7, dem_r7, rc_keep7 = s7.er, s7.c, s7.debt_inc, s7.dem_r, s7.rc_keep
+        cl2_7, pcl2_7, dem_nz7, bl_nz7, er_dem_nz7 = s7.cl2, s7.pcl2, s7.dem_nz, s7.bl_nz, s7.er_dem_nz
         # e7. The new word.
         e_new = Signal(slot_l)
         e_rel = Signal(cw)
@@ -278,12 +336,19 @@ class EngineLane(wiring.Component):
         ]
         with m.If(ev[PE - 1] & (ekind[PE] == OP_EXP) & xlive[8]):
             m.d.sync += self.stat_lease_expired.eq(self.stat_lease_expired + 1)
+        return SimpleNamespace(word=ew8, rel=e_rel8, dem=e_dem8, infl=e_infl8, lt=e_lt8)
 
+    def _write_back(self, m, p, w8):
+        """e8: the new word into bank E, and the write-back record (new flags, credit
+        released)."""
+        PE = ENGINE_STAGES
+        ev, eoh, ekind, ehit = self.stages.v, self.stages.oh, p.kind, p.hit
+        ew8, e_rel8, e_dem8, e_infl8, e_lt8 = w8.word, w8.rel, w8.dem, w8.infl, w8.lt
         # e8. Write-back.
         e_wb = ev[PE - 1]
         m.d.comb += [
             self.wr.en.eq(e_wb),
-            self.wr.addr.eq(eidx[PE]),
+            self.wr.addr.eq(p.idx[PE]),
             self.wr.oh.eq(eoh[PE - 1]),
             self.wr.data.eq(ew8),
         ]
@@ -301,4 +366,3 @@ class EngineLane(wiring.Component):
             wb.restart.eq((ekind[PE] != OP_REQ) | ~ehit[PE]),
             wb.release.eq(e_rel8),
         ]
-        return m

@@ -48,8 +48,14 @@ class LeaseTimers(wiring.Component):
         n = self.n
         tick_period = max(1, self.lease_cycles // AGE_MAX)
         tick_cnt = Signal(range(tick_period))
-        tick = Signal()
-        m.d.comb += tick.eq(tick_cnt == tick_period - 1)
+        tick = Signal()  # tick_cnt == tick_period - 1
+        if tick_period == 1:
+            m.d.comb += tick.eq(1)
+        else:
+            # Registered from the count a clock ahead (the count steps by one up to
+            # tick_period - 1): the same value in every clock, and no compare in front
+            # of the 64 ages it enables.
+            m.d.sync += tick.eq(tick_cnt == tick_period - 2)
         m.d.sync += tick_cnt.eq(Mux(tick, 0, tick_cnt + 1))
         age = [Signal(3, name=f"age{i}") for i in range(n)]
         g, e = self.g_wb, self.e_wb

@@ -27,7 +27,8 @@ class LaneOccupancy(wiring.Component):
       engine's check a clock ahead; registered);
     * ``mask_pre`` (combinational): every lane stage, E's target (``e_tgt`` when
       ``e_v``) and B's possible targets (``b_cands``): the pick's mask before its
-      register.
+      register; the stages past stage 1 come from ``busy`` (the lanes shift every
+      clock), so it is an OR of five terms per slot.
 
     The registered sets are OR-ed a clock early, so none is a wide OR behind a
     register.
@@ -59,10 +60,14 @@ class LaneOccupancy(wiring.Component):
             self.busy.eq(or_all(stages(self.g, range(PG - 1)) + stages(self.e, range(PE - 1)), n)),
             self.busy_next.eq(or_all(stages(self.g, range(PG - 2)) + stages(self.e, range(PE - 2)), n)),
         ]
+        # Every lane stage: stage 1 of each lane as it is, the later ones from ``busy``
+        # (the lanes shift every clock, so ``busy`` holds exactly the slots of stages
+        # 2..end now). A five-term OR per slot instead of one of all 14 stages.
         m.d.comb += self.mask_pre.eq(
             or_all(
-                stages(self.g, range(PG))
-                + stages(self.e, range(PE))
+                [self.busy]
+                + stages(self.g, range(1))
+                + stages(self.e, range(1))
                 + [Mux(self.e_v, self.e_tgt, 0), self.b_cands],
                 n,
             )
