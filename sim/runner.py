@@ -85,6 +85,31 @@ def _param_dir(block, params, waves):
     return BUILD_ROOT / "sim" / f"{block}-{tag}-{digest}{'-waves' if waves else ''}"
 
 
+def _source_digest(spec, params):
+    """A digest of everything an export depends on: the parameters, the gateware and
+    export-flow sources (``opengse.rtl``, ``opengse.platforms``) and the folder of the
+    top's own file (a test-only top's test folder).
+
+    Exporting a large block costs about 10 s of CPU; a cocotb test whose build is
+    cached skips it when nothing the Verilog comes from has changed."""
+    import inspect
+
+    import opengse.platforms
+    import opengse.rtl
+
+    roots = [Path(opengse.rtl.__file__).parent, Path(opengse.platforms.__file__).parent]
+    try:
+        roots.append(Path(inspect.getfile(spec.build)).parent)
+    except TypeError:
+        pass
+    h = hashlib.sha1(json.dumps([spec.name, spec.module, params], sort_keys=True, default=str).encode())
+    for root in roots:
+        for path in sorted(root.rglob("*.py")) + sorted(root.rglob("*.vlt")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
 @contextmanager
 def _cxx_opt(level):
     """Compile the model's C++ at ``level`` (e.g. ``"-O0"``) instead of the wheel's default.
@@ -119,14 +144,19 @@ def build_block(block, params=None, *, waves=False, build_args=(), cxx_opt=None)
     params = resolve_params(spec, params or {})
     build_dir = _param_dir(spec.name, params, waves)
     with _locked(build_dir.with_suffix(".lock")), _cxx_opt(cxx_opt):
-        v_path, _ = write_export(
-            spec.build(**params),
-            spec.module,
-            params,
-            build_dir / "rtl",
-            description=spec.description,
-            keep_modules=spec.kept_modules(**params),
-        )
+        v_path = build_dir / "rtl" / f"{spec.module}.v"
+        stamp = build_dir / "export.stamp"
+        digest = _source_digest(spec, params)
+        if not (v_path.exists() and stamp.exists() and stamp.read_text() == digest):
+            v_path, _ = write_export(
+                spec.build(**params),
+                spec.module,
+                params,
+                build_dir / "rtl",
+                description=spec.description,
+                keep_modules=spec.kept_modules(**params),
+            )
+            stamp.write_text(digest)
         runner = get_runner("verilator")
         runner.build(
             sources=[v_path],
