@@ -31,9 +31,10 @@ def build_fabric(shape, lb, *, log=None, **kwargs):
     return build_model(f"fabric_{lb}", {**shape.as_dict(), "lb": lb}, make, **extra, **kwargs)
 
 
-def run_once(model, shape, lb, run, work_dir, progress=None):
+def run_once(model, shape, lb, run, work_dir, progress=None, timeout=None):
+    """Run ``run`` on ``model`` and measure it (:func:`~.measure.measure`)."""
     text, start = run_file(model.address_map, shape, lb, run, generator_writes)
-    out = run_model(model, text, work_dir, progress=progress)
+    out = run_model(model, text, work_dir, progress=progress, timeout=timeout)
     cn = Counters(out, model.address_map)
     figures = measure(cn, shape, start, run.warmup, ROLES)
     figures["cycles_per_second"] = out.cycles_per_second

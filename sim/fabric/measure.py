@@ -16,6 +16,8 @@ Figures of one run (:func:`measure`):
   uplinks and downlinks in the window;
 * ``drops``: frames dropped anywhere in the switches (every ``drop`` counter of the
   leaves and spines) plus frames lost on failed links, over the whole run;
+  ``refused_beats``: beats a link delivered to a receiver that was not ready (lost;
+  a receiver breaking the always-ready contract, must be 0);
   ``drops_by_counter`` names the non-zero ones; the checkers' ``lost``,
   ``reordered``, ``corrupt`` and ``duplicate`` are beside them;
 * latency ``p50``/``p99`` from the checkers' histograms (merged);
@@ -46,6 +48,15 @@ class Counters:
         self._raw = out.samples
         self._width = width
 
+    def is_counter(self, name):
+        """A wrapping event counter: a ``stat_`` output of 32 bits or more that is not a
+        level (cells, level, occupancy, free)."""
+        return (
+            ".stat_" in name
+            and self._width.get(name, 32) >= 32
+            and not re.search(r"(cells|level|occupancy|free)(_\d+)?$", name)
+        )
+
     def has(self, name):
         return name in self.index
 
@@ -55,7 +66,7 @@ class Counters:
         if key not in self._cols:
             i = self.index[name]
             vals = [v[i] for _, v in self._raw]
-            if unwrap and ".stat_" in name:
+            if unwrap and self.is_counter(name):
                 span = 1 << self._width.get(name, 32)
                 out, base, prev = [], 0, 0
                 for x in vals:
@@ -152,12 +163,21 @@ def measure(cn, shape, start, warmup, roles, *, bytes_per_beat=8):
     # -- drops over the whole run
     last = len(cn.cycles) - 1
     drops = {}
-    for name in cn.match(r"(leaf|spine)\d+\..*drop.*") + cn.match(r"(fab|host)_(up|dn)[\d_]+\.stat_frames_lost"):
+    for name in (
+        cn.match(r"(leaf|spine)\d+\..*drop.*")
+        + cn.match(r"leaf\d+\..*stat_lost")  # reorder: containers skipped as lost
+        + cn.match(r"(fab|host)_(up|dn)[\d_]+\.stat_frames_lost")
+    ):
         v = cn.at(name, last)
         if v:
             drops[name] = v
     out["drops"] = sum(drops.values())
     out["drops_by_counter"] = drops
+    # A receiver that was not ready when a link delivered a beat broke the link contract:
+    # that beat is gone. Counted apart (beats, not frames); must stay 0.
+    refused = {n: cn.at(n, last) for n in cn.match(r"(fab|host)_(up|dn)[\d_]+\.stat_refused") if cn.at(n, last)}
+    out["refused_beats"] = sum(refused.values())
+    out["drops_by_counter"].update(refused)
     spoiled = sum(cn.at(n, last) for n in cn.match(r"loss_(up|dn)[\d_]+\.stat_spoiled"))
     out["control_frames_spoiled"] = spoiled
     for key in ("lost", "reordered", "corrupt", "duplicate", "foreign"):

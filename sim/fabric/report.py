@@ -62,7 +62,9 @@ def verdicts(res):
     elif injected:
         out.append(("drops (failures / loss injected: counted, not a target)", str(drops)))
     else:
-        out.append(("zero drops", "pass" if drops == 0 else f"MISS ({drops} dropped)"))
+        refused = res.get("refused_beats") or 0
+        ok = drops == 0 and refused == 0
+        out.append(("zero drops", "pass" if ok else f"MISS ({drops} frames dropped, {refused} beats refused)"))
     return out
 
 
@@ -94,6 +96,7 @@ def format_table(results):
             ),
             ("window", f"{win} clocks after a {r['warmup']}-clock warm-up" if win else "not measured"),
             ("drops (switches + failed links)", _num(r.get("drops"))),
+            ("beats refused by a receiver (lost)", _num(r.get("refused_beats"))),
             ("lost / reordered / corrupt (checkers)", f"{_num(r.get('lost'))} / {_num(r.get('reordered'))} / {_num(r.get('corrupt'))}"),
             ("latency p50 / p99 (clocks)", f"{_num(r.get('p50_latency_cycles'))} / {_num(r.get('p99_latency_cycles'))}"),
             ("peak VOQ / reorder occupancy", f"{_num(r.get('peak_voq'))} / {_num(r.get('peak_reorder'))}"),
