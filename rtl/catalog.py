@@ -31,6 +31,8 @@ BLOCK_MODULES = [
     "opengse.rtl.mac.mac",
     "opengse.rtl.tops.spine",
     "opengse.rtl.tb.link",
+    "opengse.rtl.tb.traffic_gen",
+    "opengse.rtl.tb.traffic_check",
 ]
 
 

@@ -1,0 +1,356 @@
+"""TrafficGenerator: synthesizable source of RoCEv2-like test frames for one host port.
+
+Frame format, size choice, flow choice and UDP source ports are defined by the
+reference model :mod:`opengse.sim.traffic_model` (its module docstring has the byte
+map); this block produces exactly those frames, at up to one beat per clock.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..catalog import BlockSpec
+from ..lib.sram import SRAM
+from ..lib.stream import AXIStreamSignature, check_data_width
+
+__all__ = ["TrafficGenerator", "dst_write_layout", "EXPORTS"]
+
+HEADER_BYTES = 60
+MIN_FRAME, MAX_FRAME = 60, 9000
+ROCE_PORT = 4791
+CHECK_KEY = 0xA55A
+SEED_ZERO = 0x6D2B79F5
+RATE_ONE = 1 << 16  # `rate` of full line rate
+
+
+def dst_write_layout(max_flows):
+    """Payload of the destination-table write stream: ``index`` (a flow) -> ``dst``."""
+    return data.StructLayout({"index": range(max_flows), "dst": 8})
+
+
+def be_bytes(value, n):
+    """The ``n`` bytes of ``value`` (zero-extended), most significant first (network
+    order)."""
+    value = Value.cast(value)
+    value = Cat(value, Const(0, 8 * n - len(value))) if len(value) < 8 * n else value
+    return [value[8 * (n - 1 - i) : 8 * (n - i)] for i in range(n)]
+
+
+class TrafficGenerator(wiring.Component):
+    """Traffic generator of one host port (spec section 4 frames).
+
+    Parameters
+    ----------
+    data_width : int
+        Bits of ``tdata``: 8, 16, 32 or 64 (the smallest frame must last more clocks
+        than the 4-clock preparation of the next one).
+    max_flows : int
+        Entries of the destination table (flows), 2..256.
+
+    Interface
+    ---------
+    ``m_axis`` : ``Out(AXIStreamSignature(data_width))``
+        Frames (Ethernet II, no FCS), ``tuser`` always 0. Obeys ``tready``; with
+        ``tready`` high and ``rate`` full, one beat per clock and no bubble between
+        frames.
+    ``s_dst`` : ``In(stream.Signature(dst_write_layout(max_flows)))``
+        Destination table writes: flow ``index`` goes to host ``dst`` and its sequence
+        number restarts at 0. Ready while ``enable`` is 0 (after the reset sweep of
+        ``max_flows`` clocks). Write the table before enabling.
+    Configuration (static while ``enable`` is 1; sampled when a frame is prepared):
+        ``enable`` (1): frames start only while 1 (a frame started finishes).
+        ``host`` (8): this host's id (MAC ``02:00:00:00:00:host``, IPv4 ``10.0.0.host``).
+        ``frame_min``, ``frame_max`` (14): frame size in bytes without FCS, uniform in
+        ``frame_min..frame_max``; both clamped to 60..9000, ``max < min`` = ``min``.
+        ``rate`` (17): offered rate in 1/65536 of line rate (65536 = every clock); a
+        token bucket of one clock's credit: a frame starts only when the credit is not
+        negative, each beat costs 65536, each clock earns ``rate``.
+        ``flows`` (9): flows in use, table entries ``0..flows-1`` (more than
+        ``max_flows``: ``max_flows``; 0: nothing is sent).
+        ``random`` (1): 0 = flows in turn, one frame each; 1 = each frame's flow drawn
+        uniformly by the random number generator.
+        ``tenant`` (12), ``tc`` (3): written into the payload (and ``tc`` into the IPv4
+        TOS as ``tc << 5``).
+        ``seed`` (32): the random number generator's start (xorshift32; 0 is replaced by
+        a fixed non-zero value), taken while ``enable`` is 0 and no frame has been
+        prepared since reset; it also draws each flow's UDP source port.
+    ``pause`` : ``In(1)``
+        While 1, no new frame starts (a frame already started finishes).
+    ``stat_frames`` (32), ``stat_bytes`` (48): frames sent and their bytes (original
+        frame bytes: DA..end of payload). ``stat_paused`` (32): clocks in which a frame
+        was ready to start and held only by ``pause``.
+
+    Timing
+    ------
+    After reset the table is cleared in ``max_flows`` clocks. A frame is prepared in 4
+    clocks (flow and size drawn, the flow's seq read and incremented, UDP port and IPv4
+    checksum computed) while the previous one is sent, and starts in the clock after
+    the previous one's last beat. The timestamp it carries is the clock count since
+    reset of the clock its first beat is first shown on ``m_axis``.
+    """
+
+    def __init__(self, data_width=64, max_flows=64):
+        check_data_width(data_width)
+        if data_width > 64:
+            raise ValueError("TrafficGenerator supports data_width 8..64")
+        if not 2 <= max_flows <= 256:
+            raise ValueError("TrafficGenerator max_flows must be 2..256")
+        self.data_width, self.max_flows = data_width, max_flows
+        super().__init__(
+            {
+                "m_axis": Out(AXIStreamSignature(data_width)),
+                "s_dst": In(stream.Signature(dst_write_layout(max_flows))),
+                "enable": In(1),
+                "host": In(8),
+                "frame_min": In(14),
+                "frame_max": In(14),
+                "rate": In(17),
+                "flows": In(9),
+                "random": In(1),
+                "tenant": In(12),
+                "tc": In(3),
+                "seed": In(32),
+                "pause": In(1),
+                "stat_frames": Out(32),
+                "stat_bytes": Out(48),
+                "stat_paused": Out(32),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes = self.data_width // 8
+        lane_bits = (lanes - 1).bit_length()
+        nf = self.max_flows
+
+        # ---- clock count, table clear after reset --------------------------------------
+        now = Signal(32)
+        m.d.sync += now.eq(now + 1)
+        m.submodules.table = table = SRAM(8 + 32, nf)  # {seq, dst} per flow
+        init_done = Signal()
+        init_addr = Signal(range(nf))
+
+        # ---- configuration, clamped ----------------------------------------------------
+        lo, hi = Signal(14), Signal(14)
+        m.d.comb += lo.eq(
+            Mux(
+                self.frame_min < MIN_FRAME,
+                MIN_FRAME,
+                Mux(self.frame_min > MAX_FRAME, MAX_FRAME, self.frame_min),
+            )
+        )
+        hi_c = Mux(
+            self.frame_max < MIN_FRAME, MIN_FRAME, Mux(self.frame_max > MAX_FRAME, MAX_FRAME, self.frame_max)
+        )
+        m.d.comb += hi.eq(Mux(hi_c < lo, lo, hi_c))
+        span = Signal(14)
+        m.d.sync += span.eq(hi - lo + 1)  # registered: cuts the clamp out of the size path
+        flows = Signal(9)
+        m.d.comb += flows.eq(Mux(self.flows > nf, nf, self.flows))
+        tenant_word = Cat(self.tenant, Const(0, 1), self.tc)
+
+        # ---- preparation pipeline: A (draw) -> B (read seq) -> C (mix) -> next ---------
+        rng = Signal(32)
+        fresh = Signal(init=1)  # no frame prepared since reset: rng follows the seed
+        rr = Signal(8)
+        pa, pb, pc = Signal(), Signal(), Signal()
+        next_valid = Signal()
+        trigger = init_done & self.enable & (flows != 0) & ~next_valid & ~pa & ~pb & ~pc
+        r_next = Signal(32)
+        x1 = (rng ^ (rng << 13))[:32]
+        x2 = x1 ^ (x1 >> 17)
+        m.d.comb += r_next.eq((x2 ^ (x2 << 5))[:32])
+        with m.If(fresh & ~self.enable):
+            m.d.sync += rng.eq(Mux(self.seed == 0, SEED_ZERO, self.seed))
+        with m.Elif(trigger):
+            m.d.sync += [rng.eq(r_next), fresh.eq(0)]
+
+        f_a, size_a = Signal(8), Signal(14)  # stage A: the flow and size drawn
+        with m.If(trigger):
+            pick = Mux(self.random, ((rng[16:32] * flows) >> 16)[:8], rr)
+            m.d.sync += [
+                f_a.eq(pick),
+                size_a.eq(lo + ((rng[:16] * span) >> 16)[:14]),
+                rr.eq(Mux(rr + 1 >= flows, 0, rr + 1)),
+            ]
+        m.d.sync += [pa.eq(trigger), pb.eq(pa), pc.eq(pb)]
+        m.d.comb += table.r0_addr.eq(f_a)  # read in A's clock + 1 (stage B has the data)
+
+        # stage B (clock after A): the flow's {seq, dst} is on the SRAM's read port;
+        # seq + 1 is written back; the port mix runs on.
+        rd_dst, rd_seq = table.r0_data[:8], table.r0_data[8:40]
+        mix_b, size_b = Signal(32), Signal(14)
+        k = Cat(f_a, self.host)
+        xa = (self.seed ^ Cat(k, k))[:32]  # seed ^ (k << 16) ^ k
+        xb = (xa + (xa << 10))[:32]
+        with m.If(pa):
+            m.d.sync += [mix_b.eq(xb ^ (xb >> 6)), size_b.eq(size_a)]
+        y1 = (mix_b + (mix_b << 3))[:32]
+        y2 = y1 ^ (y1 >> 11)
+        y3 = (y2 + (y2 << 15))[:32]
+        f_c, dst_c, seq_c, size_c = Signal(8), Signal(8), Signal(32), Signal(14)
+        sport_c, sum_c, last_c, keep_c = Signal(16), Signal(18), Signal(14), Signal(lanes)
+        with m.If(pb):
+            m.d.sync += [
+                f_c.eq(f_a),
+                dst_c.eq(rd_dst),
+                seq_c.eq(rd_seq),
+                size_c.eq(size_b),
+                sport_c.eq(Cat(y3[16:30], Const(0b11, 2))),
+                # IPv4 header sum without the destination: constant words (0x4500, 0x4000,
+                # 0x4011, 0x0a00 twice) + TOS + total length + source
+                sum_c.eq(0xD911 + Cat(Const(0, 5), self.tc) + (size_b - 14)[:14] + self.host),
+                last_c.eq((size_b - 1) >> lane_bits),
+            ]
+            for n in range(lanes):
+                m.d.sync += keep_c[n].eq(((size_b - 1)[:lane_bits] >= n) if n else 1)
+
+        # table writes: the reset sweep, then seq + 1 in stage B, then the s_dst stream
+        m.d.comb += self.s_dst.ready.eq(init_done & ~self.enable & ~pa & ~pb & ~pc)
+        with m.If(~init_done):
+            m.d.comb += [table.w_en.eq(1), table.w_addr.eq(init_addr), table.w_data.eq(0)]
+            m.d.sync += init_addr.eq(init_addr + 1)
+            with m.If(init_addr == nf - 1):
+                m.d.sync += init_done.eq(1)
+        with m.Elif(pb):
+            m.d.comb += [table.w_en.eq(1), table.w_addr.eq(f_a), table.w_data.eq(Cat(rd_dst, rd_seq + 1))]
+        with m.Elif(self.s_dst.valid & self.s_dst.ready):
+            m.d.comb += [
+                table.w_en.eq(1),
+                table.w_addr.eq(self.s_dst.payload.index),
+                table.w_data.eq(Cat(self.s_dst.payload.dst, Const(0, 32))),
+            ]
+
+        # stage C: the IPv4 checksum completed; the next frame is ready
+        nxt = {
+            name: Signal(width, name=f"next_{name}")
+            for name, width in [
+                ("flow", 8),
+                ("dst", 8),
+                ("seq", 32),
+                ("size", 14),
+                ("sport", 16),
+                ("csum", 16),
+                ("last", 14),
+                ("keep", lanes),
+            ]
+        }
+        total = sum_c + dst_c
+        s1 = total[:16] + total[16:]
+        s2 = (s1[:16] + s1[16:])[:16]
+        start = Signal()
+        with m.If(pc):
+            m.d.sync += [
+                next_valid.eq(1),
+                nxt["flow"].eq(f_c),
+                nxt["dst"].eq(dst_c),
+                nxt["seq"].eq(seq_c),
+                nxt["size"].eq(size_c),
+                nxt["sport"].eq(sport_c),
+                nxt["csum"].eq(~s2),
+                nxt["last"].eq(last_c),
+                nxt["keep"].eq(keep_c),
+            ]
+        with m.Elif(start):
+            m.d.sync += next_valid.eq(0)
+
+        self._emit(m, now, start, next_valid & init_done, nxt, tenant_word)
+        return m
+
+    def _emit(self, m, now, start, next_valid, nxt, tenant_word):
+        """The frame on ``m_axis``: header words, filler, rate, pause and counters."""
+        o = self.m_axis
+        lanes = self.data_width // 8
+        cur = {name: Signal.like(sig, name=f"cur_{name}") for name, sig in nxt.items()}
+        ts = Signal(32)
+        active = Signal()
+        beat = Signal(14)
+        pos = Signal(14)  # byte offset of the current beat
+        is_last = beat == cur["last"]
+        fire = o.valid & o.ready
+        can_start = ~active | (fire & is_last)
+        tokens = Signal(signed(36))
+        tokens_ok = ~tokens[-1]
+        ready_to_go = can_start & next_valid & self.enable & tokens_ok
+        m.d.comb += start.eq(ready_to_go & ~self.pause)
+        with m.If(ready_to_go & self.pause):
+            m.d.sync += self.stat_paused.eq(self.stat_paused + 1)
+        spent = Mux(fire, RATE_ONE, 0)
+        earned = tokens + self.rate - spent
+        m.d.sync += tokens.eq(Mux(earned > RATE_ONE, RATE_ONE, earned))
+
+        with m.If(start):
+            m.d.sync += [cur[n].eq(nxt[n]) for n in cur]
+            m.d.sync += [ts.eq(now + 1), active.eq(1), beat.eq(0), pos.eq(0)]
+        with m.Elif(fire & is_last):
+            m.d.sync += active.eq(0)
+        with m.Elif(fire):
+            m.d.sync += [beat.eq(beat + 1), pos.eq(pos + lanes)]
+        with m.If(fire & is_last):
+            m.d.sync += [
+                self.stat_frames.eq(self.stat_frames + 1),
+                self.stat_bytes.eq(self.stat_bytes + cur["size"]),
+            ]
+
+        # the 60 header bytes (traffic_model's byte map)
+        host, dst, seq, size = self.host, cur["dst"], cur["seq"], cur["size"]
+        mac = [Const(2, 8)] + [Const(0, 8)] * 4
+        check = Const(CHECK_KEY, 16) ^ size ^ host ^ cur["flow"] ^ seq[16:] ^ seq[:16]
+        check = check ^ ts[16:] ^ ts[:16] ^ tenant_word ^ dst
+        c8 = lambda v: Const(v, 8)  # noqa: E731
+        hdr = (
+            mac
+            + [dst]
+            + mac
+            + [host]
+            + [c8(0x08), c8(0x00)]
+            + [c8(0x45), Cat(Const(0, 5), self.tc)]
+            + be_bytes((size - 14)[:16], 2)
+            + [c8(0), c8(0), c8(0x40), c8(0), c8(64), c8(17)]
+            + be_bytes(cur["csum"], 2)
+            + [c8(10), c8(0), c8(0), host, c8(10), c8(0), c8(0), dst]
+            + be_bytes(cur["sport"], 2)
+            + be_bytes(Const(ROCE_PORT, 16), 2)
+            + be_bytes((size - 34)[:16], 2)
+            + [c8(0), c8(0)]
+            + [c8(0), host]
+            + be_bytes(Cat(cur["flow"], Const(0, 8)), 2)
+            + be_bytes(seq, 4)
+            + be_bytes(ts, 4)
+            + be_bytes(tenant_word, 2)
+            + [c8(0), dst]
+            + be_bytes(check, 2)
+        )
+        assert len(hdr) == HEADER_BYTES and all(len(Value.cast(b)) == 8 for b in hdr)
+        header_beats = -(-HEADER_BYTES // lanes)
+        data_word = Signal(self.data_width)
+        with m.Switch(beat):
+            for b in range(header_beats):
+                with m.Case(b):
+                    lanes_b = []
+                    for n in range(lanes):
+                        i = b * lanes + n
+                        lanes_b.append(hdr[i] if i < HEADER_BYTES else (seq[:8] + i)[:8])
+                    m.d.comb += data_word.eq(Cat(*lanes_b))
+            with m.Default():
+                m.d.comb += data_word.eq(Cat(*[(pos[:8] + seq[:8] + n)[:8] for n in range(lanes)]))
+        m.d.comb += [
+            o.valid.eq(active),
+            o.payload.data.eq(data_word),
+            o.payload.keep.eq(Mux(is_last, cur["keep"], (1 << lanes) - 1)),
+            o.payload.last.eq(is_last),
+            o.payload.user.eq(0),
+        ]
+
+
+EXPORTS = [
+    BlockSpec(
+        name="traffic_gen",
+        module="gse_traffic_gen",
+        factory=TrafficGenerator,
+        params={"data_width": 64, "max_flows": 64},
+        description="traffic generator of one host port: IPv4/UDP (RoCEv2 port) frames with "
+        "per-flow seq, timestamp, tenant and check; destination table, size range, offered "
+        "rate, pause; counters",
+    )
+]
