@@ -6,7 +6,7 @@
 #ifndef GSE_REGS_H
 #define GSE_REGS_H
 
-#define GSE_MAP_ID 0xe8e862a0u
+#define GSE_MAP_ID 0x9921436cu
 #define GSE_MAP_SIZE 0x00000700u
 #define GSE_ACCESS_RO 0
 #define GSE_ACCESS_RW 1
@@ -917,10 +917,79 @@
 /* skid_buffer: two-entry register slice (rtl/lib/skid_buffer.py) */
 #define GSE_SKID_BUFFER_BASE 0x00000500u
 
+/* pause_fifo: always-ready receive store of a paused link (rtl/lib/pause_fifo.py) */
+#define GSE_PAUSE_FIFO_BASE 0x00000540u
+/* pause_fifo.pause: 1 while the store asks its sender to stop (above XOFF until below XON) */
+#define GSE_PAUSE_FIFO_PAUSE_ADDR 0x00000540u
+#define GSE_PAUSE_FIFO_PAUSE_WIDTH 1u
+#define GSE_PAUSE_FIFO_PAUSE_WORDS 1u
+#define GSE_PAUSE_FIFO_PAUSE_COUNT 1u
+#define GSE_PAUSE_FIFO_PAUSE_STRIDE 4u
+#define GSE_PAUSE_FIFO_PAUSE_ACCESS GSE_ACCESS_RO
+#define GSE_PAUSE_FIFO_PAUSE_MASK 0x1u
+#define GSE_PAUSE_FIFO_PAUSE_RESET 0x0u
+/* pause_fifo.level: beats in the store */
+#define GSE_PAUSE_FIFO_LEVEL_ADDR 0x00000544u
+#define GSE_PAUSE_FIFO_LEVEL_WIDTH 12u
+#define GSE_PAUSE_FIFO_LEVEL_WORDS 1u
+#define GSE_PAUSE_FIFO_LEVEL_COUNT 1u
+#define GSE_PAUSE_FIFO_LEVEL_STRIDE 4u
+#define GSE_PAUSE_FIFO_LEVEL_ACCESS GSE_ACCESS_RO
+#define GSE_PAUSE_FIFO_LEVEL_MASK 0xfffu
+#define GSE_PAUSE_FIFO_LEVEL_RESET 0x000u
+/* pause_fifo.drop_overflow: frames the store had no room for (dropped, or cut and flagged bad) */
+#define GSE_PAUSE_FIFO_DROP_OVERFLOW_ADDR 0x00000548u
+#define GSE_PAUSE_FIFO_DROP_OVERFLOW_WIDTH 32u
+#define GSE_PAUSE_FIFO_DROP_OVERFLOW_WORDS 1u
+#define GSE_PAUSE_FIFO_DROP_OVERFLOW_COUNT 1u
+#define GSE_PAUSE_FIFO_DROP_OVERFLOW_STRIDE 4u
+#define GSE_PAUSE_FIFO_DROP_OVERFLOW_ACCESS GSE_ACCESS_RO
+#define GSE_PAUSE_FIFO_DROP_OVERFLOW_MASK 0xffffffffu
+#define GSE_PAUSE_FIFO_DROP_OVERFLOW_RESET 0x00000000u
+/* pause_fifo.pause_cycles: clocks with `pause` = 1 */
+#define GSE_PAUSE_FIFO_PAUSE_CYCLES_ADDR 0x0000054cu
+#define GSE_PAUSE_FIFO_PAUSE_CYCLES_WIDTH 32u
+#define GSE_PAUSE_FIFO_PAUSE_CYCLES_WORDS 1u
+#define GSE_PAUSE_FIFO_PAUSE_CYCLES_COUNT 1u
+#define GSE_PAUSE_FIFO_PAUSE_CYCLES_STRIDE 4u
+#define GSE_PAUSE_FIFO_PAUSE_CYCLES_ACCESS GSE_ACCESS_RO
+#define GSE_PAUSE_FIFO_PAUSE_CYCLES_MASK 0xffffffffu
+#define GSE_PAUSE_FIFO_PAUSE_CYCLES_RESET 0x00000000u
+/* pause_fifo.peak_level: highest `level` since reset */
+#define GSE_PAUSE_FIFO_PEAK_LEVEL_ADDR 0x00000550u
+#define GSE_PAUSE_FIFO_PEAK_LEVEL_WIDTH 12u
+#define GSE_PAUSE_FIFO_PEAK_LEVEL_WORDS 1u
+#define GSE_PAUSE_FIFO_PEAK_LEVEL_COUNT 1u
+#define GSE_PAUSE_FIFO_PEAK_LEVEL_STRIDE 4u
+#define GSE_PAUSE_FIFO_PEAK_LEVEL_ACCESS GSE_ACCESS_RO
+#define GSE_PAUSE_FIFO_PEAK_LEVEL_MASK 0xfffu
+#define GSE_PAUSE_FIFO_PEAK_LEVEL_RESET 0x000u
+
+/* pause_gate: holds a sending port at frame boundaries while paused (rtl/lib/pause_gate.py) */
+#define GSE_PAUSE_GATE_BASE 0x00000580u
+/* pause_gate.pause_cycles: clocks with `pause` = 1 */
+#define GSE_PAUSE_GATE_PAUSE_CYCLES_ADDR 0x00000580u
+#define GSE_PAUSE_GATE_PAUSE_CYCLES_WIDTH 32u
+#define GSE_PAUSE_GATE_PAUSE_CYCLES_WORDS 1u
+#define GSE_PAUSE_GATE_PAUSE_CYCLES_COUNT 1u
+#define GSE_PAUSE_GATE_PAUSE_CYCLES_STRIDE 4u
+#define GSE_PAUSE_GATE_PAUSE_CYCLES_ACCESS GSE_ACCESS_RO
+#define GSE_PAUSE_GATE_PAUSE_CYCLES_MASK 0xffffffffu
+#define GSE_PAUSE_GATE_PAUSE_CYCLES_RESET 0x00000000u
+/* pause_gate.held_cycles: clocks a frame waited at the gate because of `pause` */
+#define GSE_PAUSE_GATE_HELD_CYCLES_ADDR 0x00000584u
+#define GSE_PAUSE_GATE_HELD_CYCLES_WIDTH 32u
+#define GSE_PAUSE_GATE_HELD_CYCLES_WORDS 1u
+#define GSE_PAUSE_GATE_HELD_CYCLES_COUNT 1u
+#define GSE_PAUSE_GATE_HELD_CYCLES_STRIDE 4u
+#define GSE_PAUSE_GATE_HELD_CYCLES_ACCESS GSE_ACCESS_RO
+#define GSE_PAUSE_GATE_HELD_CYCLES_MASK 0xffffffffu
+#define GSE_PAUSE_GATE_HELD_CYCLES_RESET 0x00000000u
+
 /* rgmii_mac: RGMII 1 Gb/s MAC (rtl/mac/mac.py) */
-#define GSE_RGMII_MAC_BASE 0x00000540u
+#define GSE_RGMII_MAC_BASE 0x000005c0u
 /* rgmii_mac.rx_good: frames received with a good FCS */
-#define GSE_RGMII_MAC_RX_GOOD_ADDR 0x00000540u
+#define GSE_RGMII_MAC_RX_GOOD_ADDR 0x000005c0u
 #define GSE_RGMII_MAC_RX_GOOD_WIDTH 32u
 #define GSE_RGMII_MAC_RX_GOOD_WORDS 1u
 #define GSE_RGMII_MAC_RX_GOOD_COUNT 1u
@@ -929,7 +998,7 @@
 #define GSE_RGMII_MAC_RX_GOOD_MASK 0xffffffffu
 #define GSE_RGMII_MAC_RX_GOOD_RESET 0x00000000u
 /* rgmii_mac.rx_error: frames received with an RX error (rx_ctl), passed flagged */
-#define GSE_RGMII_MAC_RX_ERROR_ADDR 0x00000544u
+#define GSE_RGMII_MAC_RX_ERROR_ADDR 0x000005c4u
 #define GSE_RGMII_MAC_RX_ERROR_WIDTH 32u
 #define GSE_RGMII_MAC_RX_ERROR_WORDS 1u
 #define GSE_RGMII_MAC_RX_ERROR_COUNT 1u
@@ -938,7 +1007,7 @@
 #define GSE_RGMII_MAC_RX_ERROR_MASK 0xffffffffu
 #define GSE_RGMII_MAC_RX_ERROR_RESET 0x00000000u
 /* rgmii_mac.rx_runt: frames shorter than 64 bytes with FCS, passed flagged */
-#define GSE_RGMII_MAC_RX_RUNT_ADDR 0x00000548u
+#define GSE_RGMII_MAC_RX_RUNT_ADDR 0x000005c8u
 #define GSE_RGMII_MAC_RX_RUNT_WIDTH 32u
 #define GSE_RGMII_MAC_RX_RUNT_WORDS 1u
 #define GSE_RGMII_MAC_RX_RUNT_COUNT 1u
@@ -947,7 +1016,7 @@
 #define GSE_RGMII_MAC_RX_RUNT_MASK 0xffffffffu
 #define GSE_RGMII_MAC_RX_RUNT_RESET 0x00000000u
 /* rgmii_mac.rx_bad_fcs: frames with a bad FCS, passed flagged */
-#define GSE_RGMII_MAC_RX_BAD_FCS_ADDR 0x0000054cu
+#define GSE_RGMII_MAC_RX_BAD_FCS_ADDR 0x000005ccu
 #define GSE_RGMII_MAC_RX_BAD_FCS_WIDTH 32u
 #define GSE_RGMII_MAC_RX_BAD_FCS_WORDS 1u
 #define GSE_RGMII_MAC_RX_BAD_FCS_COUNT 1u
@@ -956,7 +1025,7 @@
 #define GSE_RGMII_MAC_RX_BAD_FCS_MASK 0xffffffffu
 #define GSE_RGMII_MAC_RX_BAD_FCS_RESET 0x00000000u
 /* rgmii_mac.rx_overrun: frames cut or dropped because the core side was full */
-#define GSE_RGMII_MAC_RX_OVERRUN_ADDR 0x00000550u
+#define GSE_RGMII_MAC_RX_OVERRUN_ADDR 0x000005d0u
 #define GSE_RGMII_MAC_RX_OVERRUN_WIDTH 32u
 #define GSE_RGMII_MAC_RX_OVERRUN_WORDS 1u
 #define GSE_RGMII_MAC_RX_OVERRUN_COUNT 1u
@@ -965,7 +1034,7 @@
 #define GSE_RGMII_MAC_RX_OVERRUN_MASK 0xffffffffu
 #define GSE_RGMII_MAC_RX_OVERRUN_RESET 0x00000000u
 /* rgmii_mac.rx_no_sfd: carrier events without a start-of-frame delimiter */
-#define GSE_RGMII_MAC_RX_NO_SFD_ADDR 0x00000554u
+#define GSE_RGMII_MAC_RX_NO_SFD_ADDR 0x000005d4u
 #define GSE_RGMII_MAC_RX_NO_SFD_WIDTH 32u
 #define GSE_RGMII_MAC_RX_NO_SFD_WORDS 1u
 #define GSE_RGMII_MAC_RX_NO_SFD_COUNT 1u
@@ -974,7 +1043,7 @@
 #define GSE_RGMII_MAC_RX_NO_SFD_MASK 0xffffffffu
 #define GSE_RGMII_MAC_RX_NO_SFD_RESET 0x00000000u
 /* rgmii_mac.tx_frames: frames sent */
-#define GSE_RGMII_MAC_TX_FRAMES_ADDR 0x00000558u
+#define GSE_RGMII_MAC_TX_FRAMES_ADDR 0x000005d8u
 #define GSE_RGMII_MAC_TX_FRAMES_WIDTH 32u
 #define GSE_RGMII_MAC_TX_FRAMES_WORDS 1u
 #define GSE_RGMII_MAC_TX_FRAMES_COUNT 1u
@@ -983,7 +1052,7 @@
 #define GSE_RGMII_MAC_TX_FRAMES_MASK 0xffffffffu
 #define GSE_RGMII_MAC_TX_FRAMES_RESET 0x00000000u
 /* rgmii_mac.tx_bad: frames sent with an inverted FCS (flagged bad in `tuser`) */
-#define GSE_RGMII_MAC_TX_BAD_ADDR 0x0000055cu
+#define GSE_RGMII_MAC_TX_BAD_ADDR 0x000005dcu
 #define GSE_RGMII_MAC_TX_BAD_WIDTH 32u
 #define GSE_RGMII_MAC_TX_BAD_WORDS 1u
 #define GSE_RGMII_MAC_TX_BAD_COUNT 1u
@@ -992,7 +1061,7 @@
 #define GSE_RGMII_MAC_TX_BAD_MASK 0xffffffffu
 #define GSE_RGMII_MAC_TX_BAD_RESET 0x00000000u
 /* rgmii_mac.tx_underrun: frames cut off with tx_er (data came too late) */
-#define GSE_RGMII_MAC_TX_UNDERRUN_ADDR 0x00000560u
+#define GSE_RGMII_MAC_TX_UNDERRUN_ADDR 0x000005e0u
 #define GSE_RGMII_MAC_TX_UNDERRUN_WIDTH 32u
 #define GSE_RGMII_MAC_TX_UNDERRUN_WORDS 1u
 #define GSE_RGMII_MAC_TX_UNDERRUN_COUNT 1u

@@ -25,6 +25,8 @@ BLOCK_MODULES = [
     "opengse.rtl.lib.packet_mux",
     "opengse.rtl.lib.packet_demux",
     "opengse.rtl.lib.skid_buffer",
+    "opengse.rtl.lib.pause_fifo",
+    "opengse.rtl.lib.pause_gate",
     "opengse.rtl.dgsq.control_demux",
     "opengse.rtl.dgsq.grant_framing",
     "opengse.rtl.dgsq.container_framing",

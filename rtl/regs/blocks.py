@@ -234,6 +234,24 @@ BLOCK_REGISTERS = {
         {"stat_drop_unrouted": "packets whose select named no output (dropped whole)"},
     ),
     "skid_buffer": BlockRegisters("two-entry register slice (rtl/lib/skid_buffer.py)", {}),
+    "pause_fifo": BlockRegisters(
+        "always-ready receive store of a paused link (rtl/lib/pause_fifo.py)",
+        {
+            "pause": "1 while the store asks its sender to stop (above XOFF until below XON)",
+            "level": "beats in the store",
+            "stat_drop_overflow": "frames the store had no room for (dropped, or cut and flagged bad)",
+            "stat_pause_cycles": "clocks with `pause` = 1",
+            "stat_peak_level": "highest `level` since reset",
+        },
+    ),
+    "pause_gate": BlockRegisters(
+        "holds a sending port at frame boundaries while paused (rtl/lib/pause_gate.py)",
+        {
+            "stat_pause_cycles": "clocks with `pause` = 1",
+            "stat_held_cycles": "clocks a frame waited at the gate because of `pause`",
+        },
+        wired=("pause",),
+    ),
     "rgmii_mac": BlockRegisters(
         "RGMII 1 Gb/s MAC (rtl/mac/mac.py)",
         {
