@@ -13,7 +13,7 @@ from .config import RunConfig, run_file
 from .measure import Counters, mean, measure
 from .runner import build_model, run_model
 from .top import FabricShape, FabricTop
-from .traffic import ROLES, generator_writes
+from .traffic import ROLES
 
 __all__ = ["run_benchmark", "build_fabric", "MODES"]
 
@@ -33,10 +33,11 @@ def build_fabric(shape, lb, *, log=None, **kwargs):
 
 def run_once(model, shape, lb, run, work_dir, progress=None, timeout=None):
     """Run ``run`` on ``model`` and measure it (:func:`~.measure.measure`)."""
-    text, start = run_file(model.address_map, shape, lb, run, generator_writes)
+    text, start = run_file(model.address_map, shape, lb, run)
     out = run_model(model, text, work_dir, progress=progress, timeout=timeout)
     cn = Counters(out, model.address_map)
-    figures = measure(cn, shape, start, run.warmup, ROLES)
+    hist = [sum(row) for row in out.readouts.get(0, [])]
+    figures = measure(cn, shape, start, run.warmup, ROLES, histogram=hist)
     figures["cycles_per_second"] = out.cycles_per_second
     figures["run_seconds"] = out.seconds
     figures["simulated_cycles"] = out.samples[-1][0]

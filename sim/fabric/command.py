@@ -18,6 +18,7 @@ PATTERNS = ("permutation", "inter-leaf", "leaf-shift", "all-to-all", "ring", "in
 def add_arguments(sp):
     sp.add_argument("--pattern", default="permutation", help=f"one of: {', '.join(PATTERNS)} (default permutation)")
     sp.add_argument("--frame-bytes", type=int, default=1500, metavar="N", help="frame size, 60..9000 (default 1500)")
+    sp.add_argument("--flows", type=int, default=1, metavar="N", help="flows (queue pairs) per destination (default 1)")
     sp.add_argument("--tenants", type=int, default=1, metavar="N", help="tenants, hosts assigned in turn (default 1)")
     sp.add_argument("--cycles", type=int, default=400_000, metavar="N", help="clocks of traffic (default 400000)")
     sp.add_argument(
@@ -92,6 +93,7 @@ def run(args):
         pattern=args.pattern,
         frame_bytes=args.frame_bytes,
         tenants=args.tenants,
+        flows_per_dst=args.flows,
         cycles=args.cycles,
         warmup=args.warmup,
         sample=args.sample,

@@ -70,7 +70,7 @@ class RunConfig:
     fail_uplinks: list = field(default_factory=list)
     control_loss: float = 0.0
     rate: float = 1.0  # offered load, fraction of host line rate
-    flows: int = 4  # flows (queue pairs) per host
+    flows_per_dst: int = 1  # flows (queue pairs) per destination
 
     def check(self, shape):
         if self.cycles <= self.warmup:
@@ -79,6 +79,10 @@ class RunConfig:
             raise ValueError(f"--frame-bytes must be 60..9000, not {self.frame_bytes}")
         if not 0 <= self.control_loss < 1:
             raise ValueError(f"--control-loss must be in [0, 1), not {self.control_loss}")
+        if not 1 <= self.flows_per_dst <= 64:
+            raise ValueError(f"--flows must be 1..64, not {self.flows_per_dst}")
+        if not 0 < self.rate <= 1:
+            raise ValueError(f"--rate must be in (0, 1], not {self.rate}")
         if not 1 <= self.tenants <= 16:
             raise ValueError(f"--tenants must be 1..16, not {self.tenants}")
         for f in self.fail_uplinks:
@@ -164,14 +168,16 @@ def failure_writes(writes, shape, run, at):
         writes.put(f"leaf{f.leaf}.link_up", down[f.leaf], at(f.cycle))
 
 
-def run_file(model_map, shape, lb, run, generator_writes):
-    """The run file's text. ``generator_writes(writes, shape, run)`` adds step 4.
-    Returns ``(text, start)``: ``start`` is the clock traffic starts (after the
-    configuration writes); the run lasts ``start + run.cycles`` clocks."""
+def run_file(model_map, shape, lb, run):
+    """The run file's text. Returns ``(text, start)``: ``start`` is the clock traffic
+    starts (after the configuration writes); the run lasts ``start + run.cycles``
+    clocks, then the checkers' histograms are read out."""
+    from .traffic import GEN_WRITES_AT, generator_writes, readouts
+
     w = Writes(model_map)
     fabric_writes(w, shape, lb, run)
     generator_writes(w, shape, run)
-    start = len(w.lines) + 16
+    start = max(len(w.lines), GEN_WRITES_AT + sum(1 for c, _, _ in w.lines if c >= GEN_WRITES_AT)) + 16
     failure_writes(w, shape, run, lambda c: start + c)
     head = f"cycles {start + run.cycles}\nsample {run.sample}\nreset 16\nprogress 0.5\n"
-    return head + w.text(), start
+    return head + w.text() + readouts(model_map, shape), start

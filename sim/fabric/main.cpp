@@ -5,9 +5,14 @@
 //
 // Usage: fabric_sim RUN_FILE OUT_FILE
 // RUN_FILE lines:  cycles N | sample K | reset R | progress SECONDS | w CYCLE ADDR DATA
+//                  | r COUNT ADDR STAT [ADDR STAT ...]
 //   (writes sorted by cycle; cycle counts from the end of reset; one write per clock:
-//   a write whose cycle has passed goes out on the next free clock)
+//   a write whose cycle has passed goes out on the next free clock). An `r` line is a
+//   read-out after the run (a histogram behind an address port): for k in 0..COUNT-1,
+//   k is written to every ADDR, two clocks pass, and every output STAT (an index into
+//   the sampled outputs) is read.
 // OUT_FILE lines:  H name... (once) | S cycle value... (every K clocks and at the end)
+//                  | R group k value... (read-outs, after the last S line)
 // stderr:          P cycle total cycles_per_second (progress, every SECONDS wall)
 #include <chrono>
 #include <cinttypes>
@@ -26,6 +31,11 @@ struct Write {
     uint32_t addr, data;
 };
 
+struct Readout {
+    uint32_t count;
+    std::vector<uint32_t> addr, stat;
+};
+
 static void die(const char* what, const char* arg) {
     fprintf(stderr, "fabric_sim: %s %s\n", what, arg ? arg : "");
     exit(2);
@@ -36,6 +46,7 @@ int main(int argc, char** argv) {
     uint64_t cycles = 0, sample = 10000, reset = 16;
     double progress = 0.5;
     std::vector<Write> writes;
+    std::vector<Readout> readouts;
     FILE* run = fopen(argv[1], "r");
     if (!run) die("cannot read", argv[1]);
     char line[256];
@@ -51,6 +62,19 @@ int main(int argc, char** argv) {
             if (sscanf(line, "%*s %" SCNu64 " %" SCNu32 " %" SCNu32, &w.cycle, &w.addr, &w.data) != 3)
                 die("bad write line:", line);
             writes.push_back(w);
+        } else if (!strcmp(key, "r")) {
+            Readout r;
+            int off = 0, n = 0;
+            const char* p = line + 1;
+            if (sscanf(p, "%" SCNu32 "%n", &r.count, &n) != 1) die("bad read-out line:", line);
+            p += n;
+            uint32_t a, st;
+            while (sscanf(p, "%" SCNu32 " %" SCNu32 "%n", &a, &st, &off) == 2) {
+                r.addr.push_back(a);
+                r.stat.push_back(st);
+                p += off;
+            }
+            readouts.push_back(r);
         } else die("unknown run-file key", key);
     }
     fclose(run);
@@ -104,6 +128,33 @@ int main(int argc, char** argv) {
                 fflush(stderr);
                 last = now;
             }
+        }
+    }
+    auto tick = [&]() {
+        top->clk = 0; top->eval();
+        top->clk = 1; top->eval();
+        top->clk = 0; top->cfg_valid = 0; top->eval();
+    };
+    for (size_t g = 0; g < readouts.size(); g++) {
+        const Readout& r = readouts[g];
+        for (uint32_t k = 0; k < r.count; k++) {
+            for (size_t i = 0; i < r.addr.size(); i++) {
+                top->cfg_valid = 1;
+                top->cfg_addr = r.addr[i];
+                top->cfg_data = k;
+                top->clk = 0; top->eval();
+                top->clk = 1; top->eval();
+            }
+            top->cfg_valid = 0;
+            tick();
+            tick();
+            read_stats(top.get(), v.data());
+            fprintf(out, "R %zu %" PRIu32, g, k);
+            for (size_t i = 0; i < r.stat.size(); i++) {
+                if (r.stat[i] >= (uint32_t)N_STATS) die("read-out stat index out of range", nullptr);
+                fprintf(out, " %" PRIu64, v[r.stat[i]]);
+            }
+            fprintf(out, "\n");
         }
     }
     fclose(out);

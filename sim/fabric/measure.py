@@ -117,7 +117,7 @@ def _sum(cn, names, i0, i1):
     return sum(cn.delta(n, i0, i1) for n in names)
 
 
-def measure(cn, shape, start, warmup, roles, *, bytes_per_beat=8):
+def measure(cn, shape, start, warmup, roles, *, histogram=None, bytes_per_beat=8):
     """Figures of one run (see the module doc). ``start``: the clock traffic started;
     ``roles``: the counter names of the generator/checker/leaf (:data:`ROLES`)."""
     N, L, S, W = shape.n_hosts, shape.leaves, shape.spines, bytes_per_beat
@@ -180,12 +180,19 @@ def measure(cn, shape, start, warmup, roles, *, bytes_per_beat=8):
     out["drops_by_counter"].update(refused)
     spoiled = sum(cn.at(n, last) for n in cn.match(r"loss_(up|dn)[\d_]+\.stat_spoiled"))
     out["control_frames_spoiled"] = spoiled
-    for key in ("lost", "reordered", "corrupt", "duplicate", "foreign"):
+    for key in ("lost", "reordered", "corrupt", "duplicate", "foreign", "bad"):
         role = roles.get(f"chk_{key}")
         names = [f"chk{n}.{role}" for n in range(N)] if role else []
         out[key] = sum(cn.at(n, last) for n in names if cn.has(n)) if names else None
     # -- latency
-    out["p50_latency_cycles"], out["p99_latency_cycles"] = _latency(cn, N, roles, last)
+    # the checkers' histograms, merged (whole run: warm-up included)
+    width = roles.get("chk_hist_bin", 1)
+    if histogram and sum(histogram):
+        out["p50_latency_cycles"] = percentile_from_histogram(histogram, width, 0.5)
+        out["p99_latency_cycles"] = percentile_from_histogram(histogram, width, 0.99)
+        out["latency_overflow"] = histogram[-1]
+    else:
+        out["p50_latency_cycles"] = out["p99_latency_cycles"] = out["latency_overflow"] = None
     # -- pause, occupancy
     paused = roles.get("gen_paused")
     if paused and cn.has(f"gen0.{paused}"):
@@ -197,22 +204,6 @@ def measure(cn, shape, start, warmup, roles, *, bytes_per_beat=8):
         out[key] = max((max(cn.col(n, unwrap=False)) for n in names), default=None)
     out["stable"] = abs(out["halves"][0] - out["halves"][1])
     return out
-
-
-def _latency(cn, N, roles, last):
-    rx = roles.get("chk_hist")
-    width = roles.get("chk_hist_bin", 1)
-    if not rx:
-        return None, None
-    bins = {}
-    for n in range(N):
-        for name in cn.match(rf"chk{n}\.{rx}"):
-            k = int(re.search(r"(\d+)$", name).group(1))
-            bins[k] = bins.get(k, 0) + cn.at(name, last)
-    if not bins:
-        return None, None
-    hist = [bins.get(k, 0) for k in range(max(bins) + 1)]
-    return percentile_from_histogram(hist, width, 0.5), percentile_from_histogram(hist, width, 0.99)
 
 
 def mean(values):

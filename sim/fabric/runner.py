@@ -196,12 +196,14 @@ def build_model(name, params, make_top, *, opt="-O1", hierarchical=True, jobs=2,
 @dataclass
 class RunOutput:
     """What the C++ main printed: ``names`` of the sampled outputs, ``samples`` as
-    ``[(cycle, [values])]``, wall ``seconds`` and simulated ``cycles_per_second``."""
+    ``[(cycle, [values])]``, wall ``seconds``, simulated ``cycles_per_second`` and the
+    read-outs after the run, ``{group: [[values of k = 0], [k = 1], ...]}``."""
 
     names: list
     samples: list
     seconds: float
     cycles_per_second: float
+    readouts: dict = None
 
     def column(self, name):
         i = self.names.index(name)
@@ -242,7 +244,7 @@ def run_model(model, run_text, work_dir, *, progress=None, timeout=None):
     seconds = time.monotonic() - t0
     if rc:
         raise RuntimeError(f"fabric model exited with {rc}: " + " / ".join(other[-5:]))
-    names, samples = [], []
+    names, samples, readouts = [], [], {}
     with open(out_file) as f:
         for line in f:
             if line.startswith("H "):
@@ -250,10 +252,13 @@ def run_model(model, run_text, work_dir, *, progress=None, timeout=None):
             elif line.startswith("S "):
                 parts = line.split()
                 samples.append((int(parts[1]), [int(x) for x in parts[2:]]))
+            elif line.startswith("R "):
+                parts = line.split()
+                readouts.setdefault(int(parts[1]), []).append([int(x) for x in parts[3:]])
     if not samples:
         raise RuntimeError("fabric model printed no samples")
     total = samples[-1][0]
-    return RunOutput(names, samples, seconds, cps or (total / seconds if seconds else 0.0))
+    return RunOutput(names, samples, seconds, cps or (total / seconds if seconds else 0.0), readouts)
 
 
 def clean(name=None):

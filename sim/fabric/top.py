@@ -101,13 +101,17 @@ def _spine(shape, lb):
 def _gen(shape, lb):
     from opengse.rtl.tb.traffic_gen import TrafficGenerator
 
-    return TrafficGenerator(data_width=shape.data_width)
+    from .traffic import GEN_FLOWS
+
+    return TrafficGenerator(data_width=shape.data_width, max_flows=GEN_FLOWS)
 
 
 def _chk(shape, lb):
     from opengse.rtl.tb.traffic_check import TrafficChecker
 
-    return TrafficChecker(data_width=shape.data_width)
+    from .traffic import CHECKER_PARAMS, GEN_FLOWS
+
+    return TrafficChecker(data_width=shape.data_width, sources=shape.nodes, flows=GEN_FLOWS, **CHECKER_PARAMS)
 
 
 def default_parts():
