@@ -18,7 +18,9 @@ DATA`` line per 32-bit configuration write. The writes, in order:
    ``link_up[PORT]`` drops in the same clock (the PHY's loss-of-signal / remote fault).
    The spine-to-leaf direction keeps working.
 
-Cycles count from the end of reset; configuration takes one clock per word.
+Cycles count from the end of reset; configuration takes one clock per word; traffic
+starts when the last generator is enabled (no earlier than clock 4096, when the
+checkers have cleared their state).
 """
 
 from dataclasses import dataclass, field
@@ -100,6 +102,7 @@ class Writes:
 
     def __init__(self, address_map):
         self.items = {c["name"]: c for c in address_map["config"]}
+        self._names = {c["addr"] + k: c["name"] for c in address_map["config"] for k in range(c["words"])}
         self.lines = []  # (cycle, addr, data)
 
     def has(self, name):
@@ -117,6 +120,16 @@ class Writes:
 
     def put_struct(self, name, layout, fields, cycle=0):
         self.put(name, Const.cast(layout.const(fields)).value, cycle)
+
+    def done_at(self, name_prefix_or_pred):
+        """The clock after the last write of the items matching (a name predicate)
+        went out, as the C++ main sends them (in cycle order, one a clock)."""
+        t, end = 0, 0
+        for cycle, addr, _data in sorted(self.lines, key=lambda x: x[0]):
+            t = max(t, cycle) + 1
+            if name_prefix_or_pred(self._names[addr]):
+                end = t
+        return end
 
     def text(self):
         # The C++ main sends writes in file order, one a clock, none before its cycle.
@@ -172,12 +185,12 @@ def run_file(model_map, shape, lb, run):
     """The run file's text. Returns ``(text, start)``: ``start`` is the clock traffic
     starts (after the configuration writes); the run lasts ``start + run.cycles``
     clocks, then the checkers' histograms are read out."""
-    from .traffic import GEN_WRITES_AT, generator_writes, readouts
+    from .traffic import generator_writes, readouts
 
     w = Writes(model_map)
     fabric_writes(w, shape, lb, run)
     generator_writes(w, shape, run)
-    start = max(len(w.lines), GEN_WRITES_AT + sum(1 for c, _, _ in w.lines if c >= GEN_WRITES_AT)) + 16
+    start = w.done_at(lambda name: name.endswith(".enable"))
     failure_writes(w, shape, run, lambda c: start + c)
     head = f"cycles {start + run.cycles}\nsample {run.sample}\nreset 16\nprogress 0.5\n"
     return head + w.text() + readouts(model_map, shape), start

@@ -145,14 +145,16 @@ def measure(cn, shape, start, warmup, roles, *, histogram=None, bytes_per_beat=8
     # -- links: utilisation and the overhead limit
     dn = {(u, l): f"fab_dn{u}_{l}.stat_beats" for u in range(S) for l in range(L)}
     up = {(l, u): f"fab_up{l}_{u}.stat_beats" for l in range(L) for u in range(S)}
-    host = [f"host_dn{n}.stat_beats" for n in range(N)]
+    dn = {k: v for k, v in dn.items() if cn.has(v)}
+    up = {k: v for k, v in up.items() if cn.has(v)}
+    host = [f"host_dn{n}.stat_beats" for n in range(N) if cn.has(f"host_dn{n}.stat_beats")]
     out["downlink_util"] = {f"spine{u}->leaf{l}": cn.delta(n, i0, i1) / clocks for (u, l), n in dn.items()}
     out["uplink_util"] = {f"leaf{l}->spine{u}": cn.delta(n, i0, i1) / clocks for (l, u), n in up.items()}
     delivered = _sum(cn, rx_bytes, i0, i1)
     classes = {
-        "host_links": (N, _sum(cn, host, i0, i1), delivered),
-        "uplinks": (L * S, _sum(cn, up.values(), i0, i1), delivered),
-        "downlinks": (L * S, _sum(cn, dn.values(), i0, i1), delivered),
+        "host_links": (len(host), _sum(cn, host, i0, i1), delivered),
+        "uplinks": (len(up), _sum(cn, up.values(), i0, i1), delivered),
+        "downlinks": (len(dn), _sum(cn, dn.values(), i0, i1), delivered),
     }
     out["overhead_limit"], out["limit_by_links"] = measured_limit(classes, N, W)
     ctl = [f"spine{u}.stat_ctl_out_{l}" for u in range(S) for l in range(L)]

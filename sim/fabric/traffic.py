@@ -27,7 +27,7 @@ import random
 
 from opengse.rtl.tb.traffic_gen import RATE_ONE, dst_write_layout
 
-__all__ = ["pattern_tables", "generator_writes", "readouts", "ROLES", "GEN_FLOWS", "CHECKER_PARAMS"]
+__all__ = ["pattern_tables", "generator_writes", "readouts", "ROLES", "GEN_FLOWS", "CHECKER_PARAMS", "ENABLE_AT"]
 
 #: Flows a generator's table holds (``TrafficGenerator(max_flows=...)``).
 GEN_FLOWS = 64
@@ -35,6 +35,10 @@ GEN_FLOWS = 64
 CHECKER_PARAMS = {"bins": 1024, "bin_shift": 5}
 #: Generator configuration writes start here (after the generators' table clear).
 GEN_WRITES_AT = 256
+#: Traffic starts no earlier than this: the checkers clear their flow state and
+#: histogram after reset in max(sources x flows, bins) clocks, and a frame that arrives
+#: before is not checked (counted foreign). 16 x 64 = 1024 for the reference fabric.
+ENABLE_AT = 4096
 INCAST_SOURCES = 8
 
 #: Counter names of the generator, checker and leaf that :func:`.measure.measure` reads.
@@ -127,9 +131,10 @@ def generator_writes(w, shape, run):
         w.put(f"{g}.tenant", n % run.tenants, at)
         w.put(f"{g}.tc", 0, at)
         w.put(f"{g}.seed", _gen_seed(run.hash_seed, n), at)
+    enable_at = max(ENABLE_AT, shape.nodes * GEN_FLOWS, CHECKER_PARAMS["bins"])
     for n in range(shape.n_hosts):
         if tables[n]:
-            w.put(f"gen{n}.enable", 1, at)
+            w.put(f"gen{n}.enable", 1, enable_at)
 
 
 def readouts(address_map, shape):
