@@ -202,3 +202,80 @@ def parse_frame(raw):
     )
     out["filler_ok"] = all(raw[i] == (i + out["seq"]) & 0xFF for i in range(HEADER_BYTES, len(raw)))
     return out
+
+
+#: Seqs behind a flow's newest that the checker remembers.
+CHECK_WINDOW = 32
+
+
+class CheckerModel:
+    """What a TrafficChecker counts for a sequence of received frames (plain Python, from
+    its contract: one outcome per frame, a flow's state = the next expected seq and the
+    set of seqs received among the :data:`CHECK_WINDOW` before it)."""
+
+    def __init__(self, host, sources=16, flows=64, tenants=16, bins=128, bin_shift=5):
+        self.host, self.sources, self.flows = host, sources, flows
+        self.tenants, self.bins, self.bin_shift = tenants, bins, bin_shift
+        self.state = {}  # (src, flow) -> [next, set of recent seqs]
+        self.c = dict.fromkeys(
+            "frames bytes good_frames good_bytes lost reordered duplicate late corrupt bad "
+            "foreign lat_sum lat_max".split(),
+            0,
+        )
+        self.tenant_bytes = [0] * tenants
+        self.hist = [0] * bins
+
+    def receive(self, raw, bad=False, arrival=None):
+        """One frame (bytes as received, ``bad`` = tuser set on its last beat, ``arrival`` =
+        the clock its first beat arrived); returns its outcome."""
+        c = self.c
+        c["frames"] += 1
+        c["bytes"] += len(raw)
+        if bad:
+            c["bad"] += 1
+            return "bad"
+        p = parse_frame(raw) if len(raw) >= HEADER_BYTES else None
+        mine = (
+            p is not None
+            and raw[:6] == bytes([2, 0, 0, 0, 0, self.host])
+            and raw[14] == 0x45
+            and p["dst"] == self.host
+            and p["src"] < self.sources
+            and p["flow"] < self.flows
+        )
+        if not mine:
+            c["foreign"] += 1
+            return "foreign"
+        if not (p["check_ok"] and p["filler_ok"]):
+            c["corrupt"] += 1
+            return "corrupt"
+        fresh = [0, {-k & M32 for k in range(1, CHECK_WINDOW + 1)}]  # as after the reset sweep
+        nxt, recent = self.state.setdefault((p["src"], p["flow"]), fresh)
+        seq = p["seq"]
+        d = (seq - nxt) & M32
+        if d < 1 << 31:  # in order, or after a gap
+            c["lost"] += d
+            recent.add(seq)
+            recent = {s for s in recent if (seq - s) & M32 < CHECK_WINDOW}
+            self.state[(p["src"], p["flow"])] = [(seq + 1) & M32, recent]
+            outcome = "good"
+        elif (nxt - 1 - seq) & M32 >= CHECK_WINDOW:
+            c["late"] += 1
+            return "late"
+        elif seq in recent:
+            c["duplicate"] += 1
+            return "duplicate"
+        else:
+            recent.add(seq)
+            c["reordered"] += 1
+            c["lost"] -= 1
+            outcome = "good"
+        c["good_frames"] += 1
+        c["good_bytes"] += len(raw)
+        self.tenant_bytes[(p["tenant_word"] & 0xFFF) % self.tenants] += len(raw)
+        if arrival is not None:
+            lat = (arrival - p["ts"]) & M32
+            c["lat_sum"] += lat
+            c["lat_max"] = max(c["lat_max"], lat)
+            self.hist[min(lat >> self.bin_shift, self.bins - 1)] += 1
+        return outcome
