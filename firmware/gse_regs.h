@@ -6,8 +6,8 @@
 #ifndef GSE_REGS_H
 #define GSE_REGS_H
 
-#define GSE_MAP_ID 0x9921436cu
-#define GSE_MAP_SIZE 0x00000700u
+#define GSE_MAP_ID 0xc045ee5cu
+#define GSE_MAP_SIZE 0x00000800u
 #define GSE_ACCESS_RO 0
 #define GSE_ACCESS_RW 1
 #define GSE_ACCESS_W1C 2
@@ -917,10 +917,50 @@
 /* skid_buffer: two-entry register slice (rtl/lib/skid_buffer.py) */
 #define GSE_SKID_BUFFER_BASE 0x00000500u
 
+/* ecmp_selector: ECMP baseline uplink choice by a CRC-32 of the flow key (rtl/pktc/ecmp_selector.py) */
+#define GSE_ECMP_SELECTOR_BASE 0x00000540u
+/* ecmp_selector.seed: hash seed: the CRC-32 start value */
+#define GSE_ECMP_SELECTOR_SEED_ADDR 0x00000540u
+#define GSE_ECMP_SELECTOR_SEED_WIDTH 32u
+#define GSE_ECMP_SELECTOR_SEED_WORDS 1u
+#define GSE_ECMP_SELECTOR_SEED_COUNT 1u
+#define GSE_ECMP_SELECTOR_SEED_STRIDE 4u
+#define GSE_ECMP_SELECTOR_SEED_ACCESS GSE_ACCESS_RW
+#define GSE_ECMP_SELECTOR_SEED_MASK 0xffffffffu
+#define GSE_ECMP_SELECTOR_SEED_RESET 0x00000000u
+/* ecmp_selector.frames: frames sent on uplink `i` */
+#define GSE_ECMP_SELECTOR_FRAMES_ADDR 0x00000544u
+#define GSE_ECMP_SELECTOR_FRAMES_WIDTH 32u
+#define GSE_ECMP_SELECTOR_FRAMES_WORDS 1u
+#define GSE_ECMP_SELECTOR_FRAMES_COUNT 4u
+#define GSE_ECMP_SELECTOR_FRAMES_STRIDE 4u
+#define GSE_ECMP_SELECTOR_FRAMES_ACCESS GSE_ACCESS_RO
+#define GSE_ECMP_SELECTOR_FRAMES_MASK 0xffffffffu
+#define GSE_ECMP_SELECTOR_FRAMES_RESET 0x00000000u
+#define GSE_ECMP_SELECTOR_FRAMES_ADDR_I(i) (GSE_ECMP_SELECTOR_FRAMES_ADDR + (i) * GSE_ECMP_SELECTOR_FRAMES_STRIDE)
+/* ecmp_selector.mac_hashed: frames hashed on their MACs (not IPv4 in GSE, or shorter than 56 bytes) */
+#define GSE_ECMP_SELECTOR_MAC_HASHED_ADDR 0x00000554u
+#define GSE_ECMP_SELECTOR_MAC_HASHED_WIDTH 32u
+#define GSE_ECMP_SELECTOR_MAC_HASHED_WORDS 1u
+#define GSE_ECMP_SELECTOR_MAC_HASHED_COUNT 1u
+#define GSE_ECMP_SELECTOR_MAC_HASHED_STRIDE 4u
+#define GSE_ECMP_SELECTOR_MAC_HASHED_ACCESS GSE_ACCESS_RO
+#define GSE_ECMP_SELECTOR_MAC_HASHED_MASK 0xffffffffu
+#define GSE_ECMP_SELECTOR_MAC_HASHED_RESET 0x00000000u
+/* ecmp_selector.drop_no_uplink: frames dropped because no uplink was healthy */
+#define GSE_ECMP_SELECTOR_DROP_NO_UPLINK_ADDR 0x00000558u
+#define GSE_ECMP_SELECTOR_DROP_NO_UPLINK_WIDTH 32u
+#define GSE_ECMP_SELECTOR_DROP_NO_UPLINK_WORDS 1u
+#define GSE_ECMP_SELECTOR_DROP_NO_UPLINK_COUNT 1u
+#define GSE_ECMP_SELECTOR_DROP_NO_UPLINK_STRIDE 4u
+#define GSE_ECMP_SELECTOR_DROP_NO_UPLINK_ACCESS GSE_ACCESS_RO
+#define GSE_ECMP_SELECTOR_DROP_NO_UPLINK_MASK 0xffffffffu
+#define GSE_ECMP_SELECTOR_DROP_NO_UPLINK_RESET 0x00000000u
+
 /* pause_fifo: always-ready receive store of a paused link (rtl/lib/pause_fifo.py) */
-#define GSE_PAUSE_FIFO_BASE 0x00000540u
+#define GSE_PAUSE_FIFO_BASE 0x00000580u
 /* pause_fifo.pause: 1 while the store asks its sender to stop (above XOFF until below XON) */
-#define GSE_PAUSE_FIFO_PAUSE_ADDR 0x00000540u
+#define GSE_PAUSE_FIFO_PAUSE_ADDR 0x00000580u
 #define GSE_PAUSE_FIFO_PAUSE_WIDTH 1u
 #define GSE_PAUSE_FIFO_PAUSE_WORDS 1u
 #define GSE_PAUSE_FIFO_PAUSE_COUNT 1u
@@ -929,7 +969,7 @@
 #define GSE_PAUSE_FIFO_PAUSE_MASK 0x1u
 #define GSE_PAUSE_FIFO_PAUSE_RESET 0x0u
 /* pause_fifo.level: beats in the store */
-#define GSE_PAUSE_FIFO_LEVEL_ADDR 0x00000544u
+#define GSE_PAUSE_FIFO_LEVEL_ADDR 0x00000584u
 #define GSE_PAUSE_FIFO_LEVEL_WIDTH 12u
 #define GSE_PAUSE_FIFO_LEVEL_WORDS 1u
 #define GSE_PAUSE_FIFO_LEVEL_COUNT 1u
@@ -938,7 +978,7 @@
 #define GSE_PAUSE_FIFO_LEVEL_MASK 0xfffu
 #define GSE_PAUSE_FIFO_LEVEL_RESET 0x000u
 /* pause_fifo.drop_overflow: frames the store had no room for (dropped, or cut and flagged bad) */
-#define GSE_PAUSE_FIFO_DROP_OVERFLOW_ADDR 0x00000548u
+#define GSE_PAUSE_FIFO_DROP_OVERFLOW_ADDR 0x00000588u
 #define GSE_PAUSE_FIFO_DROP_OVERFLOW_WIDTH 32u
 #define GSE_PAUSE_FIFO_DROP_OVERFLOW_WORDS 1u
 #define GSE_PAUSE_FIFO_DROP_OVERFLOW_COUNT 1u
@@ -947,7 +987,7 @@
 #define GSE_PAUSE_FIFO_DROP_OVERFLOW_MASK 0xffffffffu
 #define GSE_PAUSE_FIFO_DROP_OVERFLOW_RESET 0x00000000u
 /* pause_fifo.pause_cycles: clocks with `pause` = 1 */
-#define GSE_PAUSE_FIFO_PAUSE_CYCLES_ADDR 0x0000054cu
+#define GSE_PAUSE_FIFO_PAUSE_CYCLES_ADDR 0x0000058cu
 #define GSE_PAUSE_FIFO_PAUSE_CYCLES_WIDTH 32u
 #define GSE_PAUSE_FIFO_PAUSE_CYCLES_WORDS 1u
 #define GSE_PAUSE_FIFO_PAUSE_CYCLES_COUNT 1u
@@ -956,7 +996,7 @@
 #define GSE_PAUSE_FIFO_PAUSE_CYCLES_MASK 0xffffffffu
 #define GSE_PAUSE_FIFO_PAUSE_CYCLES_RESET 0x00000000u
 /* pause_fifo.peak_level: highest `level` since reset */
-#define GSE_PAUSE_FIFO_PEAK_LEVEL_ADDR 0x00000550u
+#define GSE_PAUSE_FIFO_PEAK_LEVEL_ADDR 0x00000590u
 #define GSE_PAUSE_FIFO_PEAK_LEVEL_WIDTH 12u
 #define GSE_PAUSE_FIFO_PEAK_LEVEL_WORDS 1u
 #define GSE_PAUSE_FIFO_PEAK_LEVEL_COUNT 1u
@@ -966,9 +1006,9 @@
 #define GSE_PAUSE_FIFO_PEAK_LEVEL_RESET 0x000u
 
 /* pause_gate: holds a sending port at frame boundaries while paused (rtl/lib/pause_gate.py) */
-#define GSE_PAUSE_GATE_BASE 0x00000580u
+#define GSE_PAUSE_GATE_BASE 0x000005c0u
 /* pause_gate.pause_cycles: clocks with `pause` = 1 */
-#define GSE_PAUSE_GATE_PAUSE_CYCLES_ADDR 0x00000580u
+#define GSE_PAUSE_GATE_PAUSE_CYCLES_ADDR 0x000005c0u
 #define GSE_PAUSE_GATE_PAUSE_CYCLES_WIDTH 32u
 #define GSE_PAUSE_GATE_PAUSE_CYCLES_WORDS 1u
 #define GSE_PAUSE_GATE_PAUSE_CYCLES_COUNT 1u
@@ -977,7 +1017,7 @@
 #define GSE_PAUSE_GATE_PAUSE_CYCLES_MASK 0xffffffffu
 #define GSE_PAUSE_GATE_PAUSE_CYCLES_RESET 0x00000000u
 /* pause_gate.held_cycles: clocks a frame waited at the gate because of `pause` */
-#define GSE_PAUSE_GATE_HELD_CYCLES_ADDR 0x00000584u
+#define GSE_PAUSE_GATE_HELD_CYCLES_ADDR 0x000005c4u
 #define GSE_PAUSE_GATE_HELD_CYCLES_WIDTH 32u
 #define GSE_PAUSE_GATE_HELD_CYCLES_WORDS 1u
 #define GSE_PAUSE_GATE_HELD_CYCLES_COUNT 1u
@@ -987,9 +1027,9 @@
 #define GSE_PAUSE_GATE_HELD_CYCLES_RESET 0x00000000u
 
 /* rgmii_mac: RGMII 1 Gb/s MAC (rtl/mac/mac.py) */
-#define GSE_RGMII_MAC_BASE 0x000005c0u
+#define GSE_RGMII_MAC_BASE 0x00000600u
 /* rgmii_mac.rx_good: frames received with a good FCS */
-#define GSE_RGMII_MAC_RX_GOOD_ADDR 0x000005c0u
+#define GSE_RGMII_MAC_RX_GOOD_ADDR 0x00000600u
 #define GSE_RGMII_MAC_RX_GOOD_WIDTH 32u
 #define GSE_RGMII_MAC_RX_GOOD_WORDS 1u
 #define GSE_RGMII_MAC_RX_GOOD_COUNT 1u
@@ -998,7 +1038,7 @@
 #define GSE_RGMII_MAC_RX_GOOD_MASK 0xffffffffu
 #define GSE_RGMII_MAC_RX_GOOD_RESET 0x00000000u
 /* rgmii_mac.rx_error: frames received with an RX error (rx_ctl), passed flagged */
-#define GSE_RGMII_MAC_RX_ERROR_ADDR 0x000005c4u
+#define GSE_RGMII_MAC_RX_ERROR_ADDR 0x00000604u
 #define GSE_RGMII_MAC_RX_ERROR_WIDTH 32u
 #define GSE_RGMII_MAC_RX_ERROR_WORDS 1u
 #define GSE_RGMII_MAC_RX_ERROR_COUNT 1u
@@ -1007,7 +1047,7 @@
 #define GSE_RGMII_MAC_RX_ERROR_MASK 0xffffffffu
 #define GSE_RGMII_MAC_RX_ERROR_RESET 0x00000000u
 /* rgmii_mac.rx_runt: frames shorter than 64 bytes with FCS, passed flagged */
-#define GSE_RGMII_MAC_RX_RUNT_ADDR 0x000005c8u
+#define GSE_RGMII_MAC_RX_RUNT_ADDR 0x00000608u
 #define GSE_RGMII_MAC_RX_RUNT_WIDTH 32u
 #define GSE_RGMII_MAC_RX_RUNT_WORDS 1u
 #define GSE_RGMII_MAC_RX_RUNT_COUNT 1u
@@ -1016,7 +1056,7 @@
 #define GSE_RGMII_MAC_RX_RUNT_MASK 0xffffffffu
 #define GSE_RGMII_MAC_RX_RUNT_RESET 0x00000000u
 /* rgmii_mac.rx_bad_fcs: frames with a bad FCS, passed flagged */
-#define GSE_RGMII_MAC_RX_BAD_FCS_ADDR 0x000005ccu
+#define GSE_RGMII_MAC_RX_BAD_FCS_ADDR 0x0000060cu
 #define GSE_RGMII_MAC_RX_BAD_FCS_WIDTH 32u
 #define GSE_RGMII_MAC_RX_BAD_FCS_WORDS 1u
 #define GSE_RGMII_MAC_RX_BAD_FCS_COUNT 1u
@@ -1025,7 +1065,7 @@
 #define GSE_RGMII_MAC_RX_BAD_FCS_MASK 0xffffffffu
 #define GSE_RGMII_MAC_RX_BAD_FCS_RESET 0x00000000u
 /* rgmii_mac.rx_overrun: frames cut or dropped because the core side was full */
-#define GSE_RGMII_MAC_RX_OVERRUN_ADDR 0x000005d0u
+#define GSE_RGMII_MAC_RX_OVERRUN_ADDR 0x00000610u
 #define GSE_RGMII_MAC_RX_OVERRUN_WIDTH 32u
 #define GSE_RGMII_MAC_RX_OVERRUN_WORDS 1u
 #define GSE_RGMII_MAC_RX_OVERRUN_COUNT 1u
@@ -1034,7 +1074,7 @@
 #define GSE_RGMII_MAC_RX_OVERRUN_MASK 0xffffffffu
 #define GSE_RGMII_MAC_RX_OVERRUN_RESET 0x00000000u
 /* rgmii_mac.rx_no_sfd: carrier events without a start-of-frame delimiter */
-#define GSE_RGMII_MAC_RX_NO_SFD_ADDR 0x000005d4u
+#define GSE_RGMII_MAC_RX_NO_SFD_ADDR 0x00000614u
 #define GSE_RGMII_MAC_RX_NO_SFD_WIDTH 32u
 #define GSE_RGMII_MAC_RX_NO_SFD_WORDS 1u
 #define GSE_RGMII_MAC_RX_NO_SFD_COUNT 1u
@@ -1043,7 +1083,7 @@
 #define GSE_RGMII_MAC_RX_NO_SFD_MASK 0xffffffffu
 #define GSE_RGMII_MAC_RX_NO_SFD_RESET 0x00000000u
 /* rgmii_mac.tx_frames: frames sent */
-#define GSE_RGMII_MAC_TX_FRAMES_ADDR 0x000005d8u
+#define GSE_RGMII_MAC_TX_FRAMES_ADDR 0x00000618u
 #define GSE_RGMII_MAC_TX_FRAMES_WIDTH 32u
 #define GSE_RGMII_MAC_TX_FRAMES_WORDS 1u
 #define GSE_RGMII_MAC_TX_FRAMES_COUNT 1u
@@ -1052,7 +1092,7 @@
 #define GSE_RGMII_MAC_TX_FRAMES_MASK 0xffffffffu
 #define GSE_RGMII_MAC_TX_FRAMES_RESET 0x00000000u
 /* rgmii_mac.tx_bad: frames sent with an inverted FCS (flagged bad in `tuser`) */
-#define GSE_RGMII_MAC_TX_BAD_ADDR 0x000005dcu
+#define GSE_RGMII_MAC_TX_BAD_ADDR 0x0000061cu
 #define GSE_RGMII_MAC_TX_BAD_WIDTH 32u
 #define GSE_RGMII_MAC_TX_BAD_WORDS 1u
 #define GSE_RGMII_MAC_TX_BAD_COUNT 1u
@@ -1061,7 +1101,7 @@
 #define GSE_RGMII_MAC_TX_BAD_MASK 0xffffffffu
 #define GSE_RGMII_MAC_TX_BAD_RESET 0x00000000u
 /* rgmii_mac.tx_underrun: frames cut off with tx_er (data came too late) */
-#define GSE_RGMII_MAC_TX_UNDERRUN_ADDR 0x000005e0u
+#define GSE_RGMII_MAC_TX_UNDERRUN_ADDR 0x00000620u
 #define GSE_RGMII_MAC_TX_UNDERRUN_WIDTH 32u
 #define GSE_RGMII_MAC_TX_UNDERRUN_WORDS 1u
 #define GSE_RGMII_MAC_TX_UNDERRUN_COUNT 1u
@@ -1071,9 +1111,9 @@
 #define GSE_RGMII_MAC_TX_UNDERRUN_RESET 0x00000000u
 
 /* spine: GSF spine switch (rtl/tops/spine.py) */
-#define GSE_SPINE_BASE 0x00000600u
+#define GSE_SPINE_BASE 0x00000700u
 /* spine.route_rd_node: node whose route `route_rd_port` shows */
-#define GSE_SPINE_ROUTE_RD_NODE_ADDR 0x00000600u
+#define GSE_SPINE_ROUTE_RD_NODE_ADDR 0x00000700u
 #define GSE_SPINE_ROUTE_RD_NODE_WIDTH 4u
 #define GSE_SPINE_ROUTE_RD_NODE_WORDS 1u
 #define GSE_SPINE_ROUTE_RD_NODE_COUNT 1u
@@ -1082,7 +1122,7 @@
 #define GSE_SPINE_ROUTE_RD_NODE_MASK 0xfu
 #define GSE_SPINE_ROUTE_RD_NODE_RESET 0x0u
 /* spine.route_rd_port: output port of node `route_rd_node` (>= ports: no route) */
-#define GSE_SPINE_ROUTE_RD_PORT_ADDR 0x00000604u
+#define GSE_SPINE_ROUTE_RD_PORT_ADDR 0x00000704u
 #define GSE_SPINE_ROUTE_RD_PORT_WIDTH 3u
 #define GSE_SPINE_ROUTE_RD_PORT_WORDS 1u
 #define GSE_SPINE_ROUTE_RD_PORT_COUNT 1u
@@ -1091,7 +1131,7 @@
 #define GSE_SPINE_ROUTE_RD_PORT_MASK 0x7u
 #define GSE_SPINE_ROUTE_RD_PORT_RESET 0x0u
 /* spine.frames_in: frames received on port `i` */
-#define GSE_SPINE_FRAMES_IN_ADDR 0x00000608u
+#define GSE_SPINE_FRAMES_IN_ADDR 0x00000708u
 #define GSE_SPINE_FRAMES_IN_WIDTH 32u
 #define GSE_SPINE_FRAMES_IN_WORDS 1u
 #define GSE_SPINE_FRAMES_IN_COUNT 4u
@@ -1101,7 +1141,7 @@
 #define GSE_SPINE_FRAMES_IN_RESET 0x00000000u
 #define GSE_SPINE_FRAMES_IN_ADDR_I(i) (GSE_SPINE_FRAMES_IN_ADDR + (i) * GSE_SPINE_FRAMES_IN_STRIDE)
 /* spine.drop_runt: frames dropped on port `i`: shorter than the 32-byte header */
-#define GSE_SPINE_DROP_RUNT_ADDR 0x00000618u
+#define GSE_SPINE_DROP_RUNT_ADDR 0x00000718u
 #define GSE_SPINE_DROP_RUNT_WIDTH 32u
 #define GSE_SPINE_DROP_RUNT_WORDS 1u
 #define GSE_SPINE_DROP_RUNT_COUNT 4u
@@ -1111,7 +1151,7 @@
 #define GSE_SPINE_DROP_RUNT_RESET 0x00000000u
 #define GSE_SPINE_DROP_RUNT_ADDR_I(i) (GSE_SPINE_DROP_RUNT_ADDR + (i) * GSE_SPINE_DROP_RUNT_STRIDE)
 /* spine.drop_ver: frames dropped on port `i`: `ver` is not 1 */
-#define GSE_SPINE_DROP_VER_ADDR 0x00000628u
+#define GSE_SPINE_DROP_VER_ADDR 0x00000728u
 #define GSE_SPINE_DROP_VER_WIDTH 32u
 #define GSE_SPINE_DROP_VER_WORDS 1u
 #define GSE_SPINE_DROP_VER_COUNT 4u
@@ -1121,7 +1161,7 @@
 #define GSE_SPINE_DROP_VER_RESET 0x00000000u
 #define GSE_SPINE_DROP_VER_ADDR_I(i) (GSE_SPINE_DROP_VER_ADDR + (i) * GSE_SPINE_DROP_VER_STRIDE)
 /* spine.drop_type: frames dropped on port `i`: reserved `type` */
-#define GSE_SPINE_DROP_TYPE_ADDR 0x00000638u
+#define GSE_SPINE_DROP_TYPE_ADDR 0x00000738u
 #define GSE_SPINE_DROP_TYPE_WIDTH 32u
 #define GSE_SPINE_DROP_TYPE_WORDS 1u
 #define GSE_SPINE_DROP_TYPE_COUNT 4u
@@ -1131,7 +1171,7 @@
 #define GSE_SPINE_DROP_TYPE_RESET 0x00000000u
 #define GSE_SPINE_DROP_TYPE_ADDR_I(i) (GSE_SPINE_DROP_TYPE_ADDR + (i) * GSE_SPINE_DROP_TYPE_STRIDE)
 /* spine.drop_ttl: frames dropped on port `i`: `ttl` 0 on arrival */
-#define GSE_SPINE_DROP_TTL_ADDR 0x00000648u
+#define GSE_SPINE_DROP_TTL_ADDR 0x00000748u
 #define GSE_SPINE_DROP_TTL_WIDTH 32u
 #define GSE_SPINE_DROP_TTL_WORDS 1u
 #define GSE_SPINE_DROP_TTL_COUNT 4u
@@ -1141,7 +1181,7 @@
 #define GSE_SPINE_DROP_TTL_RESET 0x00000000u
 #define GSE_SPINE_DROP_TTL_ADDR_I(i) (GSE_SPINE_DROP_TTL_ADDR + (i) * GSE_SPINE_DROP_TTL_STRIDE)
 /* spine.drop_not_gse: frames dropped on port `i`: not the GSE EtherType */
-#define GSE_SPINE_DROP_NOT_GSE_ADDR 0x00000658u
+#define GSE_SPINE_DROP_NOT_GSE_ADDR 0x00000758u
 #define GSE_SPINE_DROP_NOT_GSE_WIDTH 32u
 #define GSE_SPINE_DROP_NOT_GSE_WORDS 1u
 #define GSE_SPINE_DROP_NOT_GSE_COUNT 4u
@@ -1151,7 +1191,7 @@
 #define GSE_SPINE_DROP_NOT_GSE_RESET 0x00000000u
 #define GSE_SPINE_DROP_NOT_GSE_ADDR_I(i) (GSE_SPINE_DROP_NOT_GSE_ADDR + (i) * GSE_SPINE_DROP_NOT_GSE_STRIDE)
 /* spine.drop_no_route: frames dropped on port `i`: no route for `dst_node` */
-#define GSE_SPINE_DROP_NO_ROUTE_ADDR 0x00000668u
+#define GSE_SPINE_DROP_NO_ROUTE_ADDR 0x00000768u
 #define GSE_SPINE_DROP_NO_ROUTE_WIDTH 32u
 #define GSE_SPINE_DROP_NO_ROUTE_WORDS 1u
 #define GSE_SPINE_DROP_NO_ROUTE_COUNT 4u
@@ -1161,7 +1201,7 @@
 #define GSE_SPINE_DROP_NO_ROUTE_RESET 0x00000000u
 #define GSE_SPINE_DROP_NO_ROUTE_ADDR_I(i) (GSE_SPINE_DROP_NO_ROUTE_ADDR + (i) * GSE_SPINE_DROP_NO_ROUTE_STRIDE)
 /* spine.err_len: DATA frames on port `i` whose `len` disagrees (passed flagged) */
-#define GSE_SPINE_ERR_LEN_ADDR 0x00000678u
+#define GSE_SPINE_ERR_LEN_ADDR 0x00000778u
 #define GSE_SPINE_ERR_LEN_WIDTH 32u
 #define GSE_SPINE_ERR_LEN_WORDS 1u
 #define GSE_SPINE_ERR_LEN_COUNT 4u
@@ -1171,7 +1211,7 @@
 #define GSE_SPINE_ERR_LEN_RESET 0x00000000u
 #define GSE_SPINE_ERR_LEN_ADDR_I(i) (GSE_SPINE_ERR_LEN_ADDR + (i) * GSE_SPINE_ERR_LEN_STRIDE)
 /* spine.frames_out: frames sent on port `i` */
-#define GSE_SPINE_FRAMES_OUT_ADDR 0x00000688u
+#define GSE_SPINE_FRAMES_OUT_ADDR 0x00000788u
 #define GSE_SPINE_FRAMES_OUT_WIDTH 32u
 #define GSE_SPINE_FRAMES_OUT_WORDS 1u
 #define GSE_SPINE_FRAMES_OUT_COUNT 4u
@@ -1181,7 +1221,7 @@
 #define GSE_SPINE_FRAMES_OUT_RESET 0x00000000u
 #define GSE_SPINE_FRAMES_OUT_ADDR_I(i) (GSE_SPINE_FRAMES_OUT_ADDR + (i) * GSE_SPINE_FRAMES_OUT_STRIDE)
 /* spine.ctl_out: control frames sent on port `i` */
-#define GSE_SPINE_CTL_OUT_ADDR 0x00000698u
+#define GSE_SPINE_CTL_OUT_ADDR 0x00000798u
 #define GSE_SPINE_CTL_OUT_WIDTH 32u
 #define GSE_SPINE_CTL_OUT_WORDS 1u
 #define GSE_SPINE_CTL_OUT_COUNT 4u
@@ -1191,7 +1231,7 @@
 #define GSE_SPINE_CTL_OUT_RESET 0x00000000u
 #define GSE_SPINE_CTL_OUT_ADDR_I(i) (GSE_SPINE_CTL_OUT_ADDR + (i) * GSE_SPINE_CTL_OUT_STRIDE)
 /* spine.drop_bad: frames for port `i` dropped whole: flagged bad in `tuser` */
-#define GSE_SPINE_DROP_BAD_ADDR 0x000006a8u
+#define GSE_SPINE_DROP_BAD_ADDR 0x000007a8u
 #define GSE_SPINE_DROP_BAD_WIDTH 32u
 #define GSE_SPINE_DROP_BAD_WORDS 1u
 #define GSE_SPINE_DROP_BAD_COUNT 4u
@@ -1201,7 +1241,7 @@
 #define GSE_SPINE_DROP_BAD_RESET 0x00000000u
 #define GSE_SPINE_DROP_BAD_ADDR_I(i) (GSE_SPINE_DROP_BAD_ADDR + (i) * GSE_SPINE_DROP_BAD_STRIDE)
 /* spine.drop_oversize: frames for port `i` dropped: larger than its queue */
-#define GSE_SPINE_DROP_OVERSIZE_ADDR 0x000006b8u
+#define GSE_SPINE_DROP_OVERSIZE_ADDR 0x000007b8u
 #define GSE_SPINE_DROP_OVERSIZE_WIDTH 32u
 #define GSE_SPINE_DROP_OVERSIZE_WORDS 1u
 #define GSE_SPINE_DROP_OVERSIZE_COUNT 4u

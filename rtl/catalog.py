@@ -22,6 +22,7 @@ BLOCK_MODULES = [
     "opengse.rtl.pktc.sprayer",
     "opengse.rtl.pktc.link_monitor",
     "opengse.rtl.pktc.reorder",
+    "opengse.rtl.pktc.ecmp_selector",
     "opengse.rtl.lib.packet_mux",
     "opengse.rtl.lib.packet_demux",
     "opengse.rtl.lib.skid_buffer",

@@ -234,6 +234,16 @@ BLOCK_REGISTERS = {
         {"stat_drop_unrouted": "packets whose select named no output (dropped whole)"},
     ),
     "skid_buffer": BlockRegisters("two-entry register slice (rtl/lib/skid_buffer.py)", {}),
+    "ecmp_selector": BlockRegisters(
+        "ECMP baseline uplink choice by a CRC-32 of the flow key (rtl/pktc/ecmp_selector.py)",
+        {
+            "seed": "hash seed: the CRC-32 start value",
+            "stat_frames": "frames sent on uplink `i`",
+            "stat_mac_hashed": "frames hashed on their MACs (not IPv4 in GSE, or shorter than 56 bytes)",
+            "stat_drop_no_uplink": "frames dropped because no uplink was healthy",
+        },
+        wired=("healthy",),
+    ),
     "pause_fifo": BlockRegisters(
         "always-ready receive store of a paused link (rtl/lib/pause_fifo.py)",
         {
