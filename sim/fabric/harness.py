@@ -25,7 +25,7 @@ connects.
 
 from dataclasses import asdict, dataclass
 
-from amaranth.hdl import Cat, Shape, Signal
+from amaranth.hdl import Cat, Shape, Signal, Value
 from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
@@ -125,7 +125,7 @@ class Harness:
         wr, addr, wdata = top.cfg_valid, top.cfg_addr, top.cfg_data
         for item, value in self._regs:
             reg = Signal(item.width, init=item.init, name=f"cfg_{item.name.replace('.', '_')}")
-            m.d.comb += value.eq(reg)
+            m.d.comb += Value.cast(value).eq(reg)
             for k in range(item.words):
                 w = min(WORD, item.width - k * WORD)
                 with m.If(wr & (addr == item.addr + k)):
@@ -153,5 +153,5 @@ class Harness:
             with m.If(Cat(*lost_inc).any()):
                 m.d.sync += lost.eq(lost + 1)
         for item, value, lo in self._outs:
-            m.d.comb += getattr(top, item.port).eq(value[lo : lo + item.width])
+            m.d.comb += getattr(top, item.port).eq(Value.cast(value)[lo : lo + item.width])
 

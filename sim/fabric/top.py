@@ -89,7 +89,9 @@ class FabricShape:
 def _leaf(shape, lb):
     from opengse.rtl.tops.leaf import GSELeaf
 
-    return GSELeaf(shape.leaf_config(), lb=lb, delay=shape.delay)
+    # configuration and counters as ports (the harness reaches them), not the AXI4-Lite
+    # bank: no bus transaction per counter sample
+    return GSELeaf(shape.leaf_config(), lb=lb, delay=shape.delay, config_ports=True)
 
 
 def _spine(shape, lb):
