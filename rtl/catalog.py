@@ -33,6 +33,7 @@ BLOCK_MODULES = [
     "opengse.rtl.dgsq.container_framing",
     "opengse.rtl.mac.mac",
     "opengse.rtl.tops.spine",
+    "opengse.rtl.tops.leaf",
 ]
 
 
