@@ -275,6 +275,7 @@ class GSELeaf(wiring.Component):
                 fin.node_base.eq(node_base),
                 lm.probe_rx[u].eq(fin.probe_rx),
                 utx.pause_in.eq(self.fab_pause_in[u]),
+                utx.node_base.eq(node_base),
             ]
             wiring.connect(m, fin.m_ctl, ctl.s_ctl[u])
             for p in range(H):

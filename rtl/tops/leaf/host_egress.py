@@ -138,10 +138,12 @@ class HostEgress(wiring.Component):
         src, hdr = untag.m_axis, untag.m_hdr
         last = src.valid & src.payload.last
         arr_ready = Signal()
+        # a frame's last beat waits for its header and for the arbiter to take the arrival
+        last_ok = ~src.payload.last | (arr_ready & hdr.valid)
         m.d.comb += [
             fifo.s_axis.payload.eq(src.payload),
-            fifo.s_axis.valid.eq(src.valid & (~src.payload.last | arr_ready)),
-            src.ready.eq(fifo.s_axis.ready & (~src.payload.last | arr_ready)),
+            fifo.s_axis.valid.eq(src.valid & last_ok),
+            src.ready.eq(fifo.s_axis.ready & last_ok),
             hdr.ready.eq(last & fifo.s_axis.ready & arr_ready),
         ]
         with m.If(hdr.valid & hdr.ready):

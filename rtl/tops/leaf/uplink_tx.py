@@ -1,6 +1,6 @@
 """UplinkTx: what one uplink sends, PROBEs first, then the host pipelines' frames."""
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -10,11 +10,35 @@ from ...lib.stream import AXIStreamSignature, axis_beat_layout
 from ..packet_buffer import PacketBuffer
 from ...lib.pause_gate import PauseGate
 
-__all__ = ["UplinkTx"]
+__all__ = ["UplinkTx", "PROBE_TTL"]
+
+#: A PROBE leaves with ``dst_node`` = the leaf's ``node_base`` and this ``ttl``: the spine
+#: forwards it (one hop, ``ttl`` - 1) back down the same link to this leaf.
+PROBE_TTL = 2
+_DST_NODE_BYTE = 14 + 6  # frame bytes 20, 21 (big-endian)
+_TTL_BYTE = 14 + 9  # frame byte 23
+
+
+def _reflect_probe(m, src, dst, node, bpb):
+    """``dst`` = ``src`` (PROBE frames) with ``dst_node`` = ``node`` and ``ttl`` =
+    :data:`PROBE_TTL`; no register."""
+    beat = Signal(range(_TTL_BYTE // bpb + 2), name="probe_beat")
+    m.d.comb += [dst.valid.eq(src.valid), src.ready.eq(dst.ready), dst.payload.eq(src.payload)]
+    for k, value in ((_DST_NODE_BYTE, node[8:16]), (_DST_NODE_BYTE + 1, node[:8]), (_TTL_BYTE, PROBE_TTL)):
+        with m.If(beat == k // bpb):
+            m.d.comb += dst.payload.data.word_select(k % bpb, 8).eq(value)
+    with m.If(src.valid & src.ready):
+        with m.If(src.payload.last):
+            m.d.sync += beat.eq(0)
+        with m.Elif(beat <= _TTL_BYTE // bpb):
+            m.d.sync += beat.eq(beat + 1)
 
 
 class UplinkTx(wiring.Component):
-    """One uplink's transmit side: ``s_probe`` (the link monitor's PROBEs) with strict
+    """One uplink's transmit side: ``s_probe`` (the link monitor's PROBEs, readdressed:
+    ``dst_node`` = ``node_base``, ``ttl`` = :data:`PROBE_TTL`, so that the spine sends
+    each back down the same link and a PROBE received on uplink u proves both
+    directions through spine u; in a loopback they return as they are) with strict
     priority over a round-robin of ``s_host[0..H-1]`` (each host pipeline's frames for
     this uplink), whole frames, through a :class:`~opengse.rtl.lib.pause_gate.PauseGate` on ``pause_in``.
 
@@ -34,7 +58,7 @@ class UplinkTx(wiring.Component):
     """
 
     def __init__(self, data_width=64, hosts=4, queue_bytes=0):
-        self.hosts = hosts
+        self.hosts, self.bpb = hosts, data_width // 8
         self.queue = PacketBuffer(queue_bytes // (data_width // 8), data_width) if queue_bytes else None
         self.rr = PacketMux(max(2, hosts), data_width, policy=ROUND_ROBIN) if hosts > 1 else None
         self.prio = PacketMux(2, data_width, policy=PRIORITY)
@@ -44,6 +68,7 @@ class UplinkTx(wiring.Component):
         super().__init__(
             {
                 "s_probe": In(sig),
+                "node_base": In(16),
                 "s_host": In(sig).array(hosts),
                 "m_axis": Out(sig),
                 "pause_in": In(1),
@@ -59,7 +84,7 @@ class UplinkTx(wiring.Component):
         m.submodules.prio = prio = self.prio
         m.submodules.skid = skid = self.skid
         m.submodules.gate = gate = self.gate
-        wiring.connect(m, wiring.flipped(self.s_probe), prio.s_axis[0])
+        _reflect_probe(m, wiring.flipped(self.s_probe), prio.s_axis[0], self.node_base, self.bpb)
         if self.rr is not None:
             m.submodules.rr = rr = self.rr
             for h in range(self.hosts):
