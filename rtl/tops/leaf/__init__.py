@@ -51,7 +51,9 @@ class GSELeaf(wiring.Component):
     reorder; the VOQ buffers' bytes become per-uplink output queues), ``delay`` (link delay in clocks, for the
     pause headroom of the stores), ``host_store_bytes`` / ``fab_store_bytes`` (the
     always-ready stores at each host port and uplink), ``max_frame_bytes``,
-    ``slot_bytes`` / ``reorder_timeout`` (reorder buffers), ``probe_interval``,
+    ``slot_bytes`` / ``reorder_timeout`` (reorder buffers; a slot holds one container
+    and the frame that may overrun it: default the power of two at or above
+    ``container_bytes + max_frame_bytes + 18``), ``probe_interval``,
     ``refresh_cycles``, ``idle_cycles``, ``lease_cycles``, ``n_req``.
 
     Interface (exported names):
@@ -83,7 +85,7 @@ class GSELeaf(wiring.Component):
         host_store_bytes=16384,
         fab_store_bytes=16384,
         max_frame_bytes=9216,
-        slot_bytes=8192,
+        slot_bytes=None,
         reorder_timeout=4096,
         probe_interval=1024,
         refresh_cycles=8192,
@@ -96,6 +98,14 @@ class GSELeaf(wiring.Component):
             raise ValueError(f"lb must be one of {', '.join(LB_MODES)}, not {lb!r}")
         cfg = self.config = config
         self.lb = lb
+        need = cfg.container_bytes + max_frame_bytes + 18
+        if slot_bytes is None:
+            slot_bytes = 1 << (need - 1).bit_length()
+        elif slot_bytes < need:
+            raise ValueError(
+                f"slot_bytes {slot_bytes} cannot hold a {cfg.container_bytes}-byte container and the "
+                f"{max_frame_bytes}-byte frame that may overrun it (needs {need})"
+            )
         H, U, w = cfg.host_ports, cfg.uplinks, cfg.data_width
         bpb = w // 8
         # headroom above XOFF: 2 x delay beats and one frame (pause_thresholds)
