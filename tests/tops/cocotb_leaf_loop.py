@@ -6,8 +6,9 @@ the same leaf, so every frame takes the whole GSE path: store, destination looku
 tagger, DGSQ manager, VOQ, REQUEST out and back, GRANT out and back, container
 sprayed over the four uplinks, reorder buffer, untag, egress FIFO. Several flows per
 source, random sizes, random idle on the sources (which also obey ``host_pause``),
-random back-pressure on the sinks. Frames to a MAC the table does not hold are sent
-too and must be dropped and counted.
+random back-pressure on the sinks. Frames to a MAC the table does not hold, frames
+that already carry the GSE EtherType and runts (10 bytes) are sent too and must be
+dropped and counted.
 
 The reference is the bench's own ledger (plain Python): every frame to a known host
 arrives exactly once, byte-identical, at the right host port, in order per
@@ -178,6 +179,8 @@ class LeafBench:
         self.got = [[] for _ in range(H)]
         self.expect = [dict() for _ in range(H)]  # per sink: (src, flow) -> [frames in order]
         self.unknown = [0] * H
+        self.spoofed = [0] * H  # frames with the GSE EtherType from a host
+        self.runts = [0] * H  # frames shorter than 14 bytes
         self.sent = 0
 
     async def start(self, sink_pause=0.2):
@@ -221,6 +224,15 @@ class LeafBench:
                         frame(p, "02:00:00:00:00:99", "10.0.0.99", 0, 0, self.rng.randrange(*sizes), self.rng)
                     )
                     self.unknown[p] += 1
+                    continue
+                if unknown_every and k % unknown_every == unknown_every // 2:
+                    spoof = bytearray(
+                        frame(p, mac_of(0), "10.0.0.0", 0, 0, self.rng.randrange(*sizes), self.rng)
+                    )
+                    spoof[12:14] = b"\x88\xb5"
+                    frames += [bytes(spoof), bytes(self.rng.getrandbits(8) for _ in range(10))]
+                    self.spoofed[p] += 1
+                    self.runts[p] += 1
                     continue
                 f = self.rng.randrange(flows)
                 q = dests[f]
