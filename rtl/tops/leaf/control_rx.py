@@ -20,9 +20,10 @@ class ControlRx(wiring.Component):
     :class:`~opengse.rtl.header.control_frames.ControlFrameDecoder` -> per host port a
     :class:`~opengse.rtl.dgsq.control_demux.ControlDemux`.
 
-    A REQUEST goes to host port ``port`` (the egress port it asks for), a GRANT to host
-    port ``dst_node - node_base`` (the requester's node). A header naming no host port
-    of this leaf is dropped and counted in ``stat_drop_unrouted``.
+    A REQUEST goes to host port ``port`` (the egress port it asks for; its ``dst_node``
+    must be a node of this leaf), a GRANT to host port ``dst_node - node_base`` (the
+    requester's node). A header naming no host port of this leaf is dropped and counted
+    in ``stat_drop_unrouted``.
 
     Interface: ``s_ctl[u]`` (in, AXI-Stream: the control frames of uplink u),
     ``node_base`` (in), ``m_req[h]`` (out, :func:`~opengse.rtl.interfaces.request_record`,
@@ -67,8 +68,12 @@ class ControlRx(wiring.Component):
         wiring.connect(m, mux.m_axis, dec.s_axis)
         c = dec.m_ctl
         is_req = c.payload.type == GSEType.REQUEST
+        local = Signal(16)  # dst_node - node_base: a host port of this leaf if < H
         idx = Signal(16)
-        m.d.comb += idx.eq(Mux(is_req, c.payload.port, (c.payload.dst_node - self.node_base)[:16]))
+        m.d.comb += [
+            local.eq((c.payload.dst_node - self.node_base)[:16]),
+            idx.eq(Mux(is_req, Mux(local < H, c.payload.port, H), local)),
+        ]
         ready_any = Signal()
         for h, cd in enumerate(self.demux):
             m.submodules[f"demux_{h}"] = cd
