@@ -19,6 +19,7 @@ BENCHES = {
     "dgsq_manager": ("bench_dgsq", "bench", ()),
     "sprayer": ("bench_pktc", "bench", ()),
     "reorder": ("bench_pktc", "bench", ()),
+    "leaf": ("bench_leaf", "bench", ()),
 }
 
 
