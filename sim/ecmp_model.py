@@ -60,3 +60,39 @@ def ecmp_uplink(frame, seed, healthy, uplinks, ethertype=GSE_ETHERTYPE):
     if not up:
         return None
     return up[(ecmp_hash(frame, seed, ethertype) & 0xFFFF) % len(up)]
+
+
+def _tagged_udp(src, dst, sport, dport=4791):
+    """The key-relevant bytes of a tagged host frame (fabric-spec section 4): hosts n have
+    MAC 02:00:00:00:00:nn and IPv4 10.0.0.n; the rest of the headers is zero."""
+    mac = lambda n: bytes([2, 0, 0, 0, 0, n])  # noqa: E731
+    gse = bytes(16) + (0x0800).to_bytes(2, "big")
+    ip = bytes([0x45, 0, 0, 0, 0, 0, 0, 0, 64, 17, 0, 0]) + bytes([10, 0, 0, src, 10, 0, 0, dst])
+    udp = sport.to_bytes(2, "big") + dport.to_bytes(2, "big") + bytes(4)
+    return mac(dst) + mac(src) + GSE_ETHERTYPE.to_bytes(2, "big") + gse + ip + udp + bytes(18)
+
+
+def uplinks_used(seed, drawn_ports, leaves=4, hosts=4, uplinks=4):
+    """For the inter-leaf permutation host n -> n + hosts: per source leaf, how many of its
+    uplinks its ``hosts`` flows land on. ``drawn_ports``: each flow's UDP source port drawn
+    from ``seed`` (as the generator does), else all 49152 (only the CRC start varies)."""
+    import random
+
+    rng = random.Random(seed)
+    n = leaves * hosts
+    used = []
+    for leaf in range(leaves):
+        ups = set()
+        for src in range(leaf * hosts, (leaf + 1) * hosts):
+            sport = rng.randrange(49152, 65536) if drawn_ports else 49152
+            frame = _tagged_udp(src, (src + hosts) % n, sport)
+            ups.add(ecmp_uplink(frame, seed, (1 << uplinks) - 1, uplinks))
+        used.append(len(ups))
+    return used
+
+
+if __name__ == "__main__":  # python -m opengse.sim.ecmp_model: the table of docs/ecmp.md
+    for drawn in (False, True):
+        print("source ports", "drawn per flow from the seed" if drawn else "fixed (49152)")
+        for seed in range(1, 9):
+            print(f"  seed {seed}: uplinks used per leaf {uplinks_used(seed, drawn)}")

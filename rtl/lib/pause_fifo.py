@@ -30,7 +30,9 @@ def _pow2_at_least(n):
 MAX_FRAME_BYTES = 9000 + 18
 
 
-def pause_thresholds(delay=100, max_frame_bytes=MAX_FRAME_BYTES, data_width=64, store_bytes=None, slack_beats=16):
+def pause_thresholds(
+    delay=100, max_frame_bytes=MAX_FRAME_BYTES, data_width=64, store_bytes=None, slack_beats=16
+):
     """``(depth_bytes, xoff_bytes, xon_bytes)`` for a link of ``delay`` clocks each way.
 
     Headroom (store above XOFF) covers what still arrives after ``pause`` rises: the
@@ -110,7 +112,9 @@ class PauseFIFO(wiring.Component):
     clock, no bubble between frames. Counters wrap.
     """
 
-    def __init__(self, data_width=64, depth_bytes=DEFAULT_DEPTH, xoff_bytes=DEFAULT_XOFF, xon_bytes=DEFAULT_XON):
+    def __init__(
+        self, data_width=64, depth_bytes=DEFAULT_DEPTH, xoff_bytes=DEFAULT_XOFF, xon_bytes=DEFAULT_XON
+    ):
         self.data_width = check_data_width(data_width)
         bpb = data_width // 8
         self.depth = _pow2_at_least(-(-depth_bytes // bpb))
@@ -211,7 +215,12 @@ EXPORTS = [
         name="pause_fifo",
         module="gse_pause_fifo",
         factory=PauseFIFO,
-        params={"data_width": 64, "depth_bytes": DEFAULT_DEPTH, "xoff_bytes": DEFAULT_XOFF, "xon_bytes": DEFAULT_XON},
+        params={
+            "data_width": 64,
+            "depth_bytes": DEFAULT_DEPTH,
+            "xoff_bytes": DEFAULT_XOFF,
+            "xon_bytes": DEFAULT_XON,
+        },
         description="always-ready cut-through AXI4-Stream store of a lossless link's "
         "receiver: pause (registered) above XOFF until below XON; a frame with no room "
         "is dropped (or cut and flagged bad) and counted; bad frames pass flagged",

@@ -34,7 +34,16 @@ OFF_VER_IHL, OFF_FRAG, OFF_PROTO, OFF_SRC, OFF_DST, OFF_PORTS = (
 LAST_KEY_BYTE = OFF_PORTS + 3  # frame byte 55: the decision is made on its beat
 USED = sorted(
     set(range(12))
-    | {OFF_TYPE, OFF_TYPE + 1, OFF_NEXT_TYPE, OFF_NEXT_TYPE + 1, OFF_VER_IHL, OFF_FRAG, OFF_FRAG + 1, OFF_PROTO}
+    | {
+        OFF_TYPE,
+        OFF_TYPE + 1,
+        OFF_NEXT_TYPE,
+        OFF_NEXT_TYPE + 1,
+        OFF_VER_IHL,
+        OFF_FRAG,
+        OFF_FRAG + 1,
+        OFF_PROTO,
+    }
     | set(range(OFF_SRC, OFF_PORTS + 4))
 )
 KEY_BYTES = 13  # src IP 4, dst IP 4, proto 1, sport 2, dport 2 (or DA 6, SA 6, 0)
@@ -219,7 +228,9 @@ class ECMPSelector(wiring.Component):
         health1, health2 = Signal(U), Signal(U)
         inputs = Cat(self.seed, key)
         with m.If(decide):
-            m.d.sync += [h16[i].eq(_xor_of(inputs, mask)) for i, mask in enumerate(crc_matrix(KEY_BYTES)[:16])]
+            m.d.sync += [
+                h16[i].eq(_xor_of(inputs, mask)) for i, mask in enumerate(crc_matrix(KEY_BYTES)[:16])
+            ]
             m.d.sync += health1.eq(self.healthy)
             with m.If(~ip):
                 m.d.sync += self.stat_mac_hashed.eq(self.stat_mac_hashed + 1)

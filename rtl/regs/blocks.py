@@ -294,7 +294,11 @@ BLOCK_REGISTERS = {
             "stat_ctl_out": "control frames sent on port `i`",
             "stat_drop_bad": "frames for port `i` dropped whole: flagged bad in `tuser`",
             "stat_drop_oversize": "frames for port `i` dropped: larger than its queue",
+            "stat_pause_cycles": "clocks input `i` asked its sender to pause",
+            "stat_drop_overflow": "frames input `i`'s pause store had no room for (sender ignored pause)",
+            "stat_held_cycles": "clocks a frame waited at output `i` because its receiver paused it",
         },
+        wired=("pause", "pause_in"),
     ),
     "leaf": BlockRegisters(
         "GSE leaf (rtl/tops/leaf/); a leaf carries its own AXI4-Lite bank with the map of "

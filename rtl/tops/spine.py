@@ -9,6 +9,8 @@ from ..header.gse_header import ETH_HEADER_BYTES, GSE_ETHERTYPE, GSEType
 from ..header.parser import GSEParser, ParsedHeaderLayout
 from ..lib.packet_demux import PacketDemux
 from ..lib.packet_mux import PRIORITY, ROUND_ROBIN, PacketMux
+from ..lib.pause_fifo import MAX_FRAME_BYTES, PauseFIFO, pause_thresholds
+from ..lib.pause_gate import PauseGate
 from ..lib.skid_buffer import SkidBuffer
 from ..lib.stream import AXIStreamSignature, axis_beat_layout, check_data_width
 from .packet_buffer import PacketBuffer
@@ -26,8 +28,10 @@ INPUT_COUNTERS = (
     "drop_not_gse",
     "drop_no_route",
     "err_len",
+    "pause_cycles",
+    "drop_overflow",
 )
-OUTPUT_COUNTERS = ("frames_out", "ctl_out", "drop_bad", "drop_oversize")
+OUTPUT_COUNTERS = ("frames_out", "ctl_out", "drop_bad", "drop_oversize", "held_cycles")
 
 
 def route_layout(ports, nodes):
@@ -47,12 +51,24 @@ class GSESpine(wiring.Component):
 
     Parameters: ``ports`` N (2..8), ``data_width`` (64), ``nodes`` (table depth, a power
     of two), ``buffer_bytes`` (data queue per output, rounded up to a power of two
-    beats; default 18432 = two 9000 B frames and change), ``ethertype``.
+    beats; default 18432 = two 9000 B frames and change), ``ethertype``, ``delay`` (the
+    links' delay in clocks, default 100: it sizes each input's pause store,
+    :func:`~opengse.rtl.lib.pause_fifo.pause_thresholds` with 9018 B frames; 64-bit,
+    delay 100: 16 KB, XOFF 5632 B, XON 2816 B).
 
     Interface:
 
     * ``s_axis_<i>`` / ``m_axis_<i>``: fabric port i (AXI4-Stream; ``tuser`` on a last
       beat = bad frame). Frames leave with ``ttl`` one lower, otherwise unchanged.
+      ``s_axis_<i>_tready`` is always 1: each input starts with a
+      :class:`~opengse.rtl.lib.pause_fifo.PauseFIFO`.
+    * ``pause_<i>`` (out, registered): input i's store is above XOFF (until below XON):
+      the link carries it back to the sender, which starts no new frame while it is 1.
+    * ``pause_in_<o>`` (in): the receiver behind output o asks it to stop: no new frame
+      starts on ``m_axis_<o>`` while it is 1; a frame already started finishes
+      (:class:`~opengse.rtl.lib.pause_gate.PauseGate`). Frames then back up into the
+      output's queues, its muxes, the inputs that feed it, their stores, and so into
+      ``pause_<i>`` upstream (head-of-line blocking, as with PFC).
     * ``s_route`` (valid/ready, always ready): write ``{node, port}`` into the table;
       it applies to every frame whose header is looked up from the next clock on.
       After reset every node has no route (``port`` = N). ``route_rd_node`` /
@@ -61,22 +77,29 @@ class GSESpine(wiring.Component):
       parser's drops ``drop_runt``, ``drop_ver``, ``drop_type``, ``drop_ttl`` (ttl 0 on
       arrival), ``drop_not_gse`` (no GSE EtherType), ``drop_no_route`` (``dst_node`` >=
       ``nodes``, or its entry has no port), and
-      ``err_len`` (DATA ``len`` wrong: flagged in ``tuser``, then dropped at the output);
+      ``err_len`` (DATA ``len`` wrong: flagged in ``tuser``, then dropped at the output),
+      ``pause_cycles`` (clocks with ``pause_<i>`` = 1), ``drop_overflow`` (frames the
+      input store had no room for: the sender ignored pause, or the headroom is too
+      small for the link);
       per output: ``frames_out``, ``ctl_out`` (of which control), ``drop_bad`` (frames
       with ``tuser`` on their last beat, dropped whole by the output queue),
-      ``drop_oversize`` (longer than the data queue). All 32-bit, wrapping.
+      ``drop_oversize`` (longer than the data queue), ``held_cycles`` (clocks a frame
+      waited at the output because of ``pause_in_<o>``). All 32-bit, wrapping.
 
-    Path of a frame: parser (strip 0; checks within the first 32 bytes) -> skid -> ttl
+    Path of a frame: pause store -> parser (strip 0; checks within the first 32 bytes) -> skid -> ttl
     decrement -> demux by table lookup to its output's control (REQUEST, GRANT,
     PROBE) or data round-robin mux -> skid buffer -> that output's control or data
     store-and-forward
-    queue -> skid -> strict-priority mux (control first, whole packets) -> ``m_axis_<o>``.
+    queue -> skid -> strict-priority mux (control first, whole packets) -> pause gate ->
+    ``m_axis_<o>``.
     A full queue stalls its mux and so the inputs that feed it (lossless). An input
     whose head frame waits for its output waits whole (head-of-line blocking between
     outputs; see docs/spine.md).
     """
 
-    def __init__(self, ports=4, data_width=64, nodes=16, buffer_bytes=18432, ethertype=GSE_ETHERTYPE):
+    def __init__(
+        self, ports=4, data_width=64, nodes=16, buffer_bytes=18432, ethertype=GSE_ETHERTYPE, delay=100
+    ):
         if not isinstance(ports, int) or not 2 <= ports <= 8:
             raise ValueError(f"ports must be 2..8, not {ports!r}")
         if not isinstance(nodes, int) or nodes < 2 or nodes & (nodes - 1):
@@ -87,10 +110,16 @@ class GSESpine(wiring.Component):
         self.data_width = check_data_width(data_width)
         self.data_depth = _beats(buffer_bytes, self.data_width // 8)
         self.ctl_depth = _beats(CONTROL_BYTES, self.data_width // 8)
+        if not isinstance(delay, int) or delay < 0:
+            raise ValueError(f"delay must be a number of clocks >= 0, not {delay!r}")
+        self.delay = delay
+        self.pause_sizes = pause_thresholds(delay, MAX_FRAME_BYTES, self.data_width)
         sig = AXIStreamSignature(data_width)
         members = {
             "s_axis": In(sig).array(ports),
             "m_axis": Out(sig).array(ports),
+            "pause": Out(1).array(ports),
+            "pause_in": In(1).array(ports),
             "s_route": In(stream.Signature(route_layout(ports, nodes))),
             "route_rd_node": In(range(nodes)),
             "route_rd_port": Out(range(ports + 1)),
@@ -122,7 +151,15 @@ class GSESpine(wiring.Component):
             m.submodules[f"parser_{i}"] = parser
             m.submodules[f"demux_{i}"] = demux
             demuxes.append(demux)
-            wiring.connect(m, wiring.flipped(self.s_axis[i]), parser.s_axis)
+            depth, xoff, xon = self.pause_sizes
+            m.submodules[f"pause_fifo_{i}"] = store = PauseFIFO(w, depth, xoff, xon)
+            wiring.connect(m, wiring.flipped(self.s_axis[i]), store.s_axis)
+            wiring.connect(m, store.m_axis, parser.s_axis)
+            m.d.comb += [
+                self.pause[i].eq(store.pause),
+                self.stat_pause_cycles[i].eq(store.stat_pause_cycles),
+                self.stat_drop_overflow[i].eq(store.stat_drop_overflow),
+            ]
             wiring.connect(m, parser.m_hdr, demux.s_sel)
             # the skid cuts the ready path from the outputs back into the parser
             m.submodules[f"in_skid_{i}"] = skid = SkidBuffer(axis_beat_layout(w))
@@ -169,7 +206,10 @@ class GSESpine(wiring.Component):
                 m.submodules[f"{name}_out_skid_{o}"] = skid = SkidBuffer(axis_beat_layout(w))
                 wiring.connect(m, buf.m_axis, skid.s)
                 wiring.connect(m, skid.m, out_mux.s_axis[k])
-            wiring.connect(m, out_mux.m_axis, wiring.flipped(self.m_axis[o]))
+            m.submodules[f"pause_gate_{o}"] = gate = PauseGate(w)
+            wiring.connect(m, out_mux.m_axis, gate.s_axis)
+            wiring.connect(m, gate.m_axis, wiring.flipped(self.m_axis[o]))
+            m.d.comb += [gate.pause.eq(self.pause_in[o]), self.stat_held_cycles[o].eq(gate.stat_held_cycles)]
             m.d.comb += [
                 self.stat_ctl_out[o].eq(out_mux.stat_packets[0]),
                 self.stat_frames_out[o].eq(out_mux.stat_packets[0] + out_mux.stat_packets[1]),
@@ -198,9 +238,18 @@ EXPORTS = [
         name="spine",
         module="gse_spine",
         factory=GSESpine,
-        params={"ports": 4, "data_width": 64, "nodes": 16, "buffer_bytes": 18432, "ethertype": GSE_ETHERTYPE},
+        params={
+            "ports": 4,
+            "data_width": 64,
+            "nodes": 16,
+            "buffer_bytes": 18432,
+            "ethertype": GSE_ETHERTYPE,
+            "delay": 100,
+        },
         description="GSF spine switch: N fabric ports, forwarding by dst_node through a "
         "table, ttl decrement, control frames ahead of data at every output, "
-        "lossless store-and-forward output queues that drop bad frames whole",
+        "lossless store-and-forward output queues that drop bad frames whole; "
+        "PFC-like pause: a pause store per input (pause_<i> out), pause_in_<o> obeyed "
+        "at frame boundaries",
     )
 ]

@@ -43,7 +43,18 @@ class LinkBench:
     """The paused link around the DUT, stepped at falling edges (inputs settle before the
     next rising edge samples them; outputs are read after the previous one)."""
 
-    def __init__(self, dut, seed, *, delay=DELAY, idle=0.05, backpressure=0.5, obey_pause=True, bad=0.1, stall_phases=False):
+    def __init__(
+        self,
+        dut,
+        seed,
+        *,
+        delay=DELAY,
+        idle=0.05,
+        backpressure=0.5,
+        obey_pause=True,
+        bad=0.1,
+        stall_phases=False,
+    ):
         self.dut = dut
         self.rng = random.Random(seed)
         p = test_params()
@@ -119,7 +130,9 @@ class LinkBench:
             prev_level, prev_pause = self.prev
             want = 1 if prev_level > self.xoff else 0 if prev_level < self.xon else prev_pause
             if pause != want:
-                self.errors.append(f"clock {self.clock}: pause {pause} after level {prev_level}, expected {want}")
+                self.errors.append(
+                    f"clock {self.clock}: pause {pause} after level {prev_level}, expected {want}"
+                )
             if level > self.depth:
                 self.errors.append(f"clock {self.clock}: level {level} > depth {self.depth}")
             if overflow == 0:
@@ -220,7 +233,12 @@ async def test_lossless_behind_pause(dut):
     assert tb.pause_seen > 0, "pause never rose: the test did not exercise the headroom"
     assert tb.peak > tb.xoff + tb.delay, f"peak level {tb.peak} never a delay above XOFF {tb.xoff}"
     dut._log.info(
-        "peak %d of %d beats (XOFF %d), paused %d of %d clocks", tb.peak, tb.depth, tb.xoff, tb.pause_seen, tb.clock
+        "peak %d of %d beats (XOFF %d), paused %d of %d clocks",
+        tb.peak,
+        tb.depth,
+        tb.xoff,
+        tb.pause_seen,
+        tb.clock,
     )
 
 
@@ -236,7 +254,9 @@ async def test_full_rate(dut):
     check_in_order(tb)
     tb.check_counters()
     outs, ins = tb.out_clocks, tb.in_clocks
-    assert outs[-1] - outs[0] + 1 == len(outs), f"{len(outs)} beats over {outs[-1] - outs[0] + 1} clocks: bubbles"
+    assert outs[-1] - outs[0] + 1 == len(outs), (
+        f"{len(outs)} beats over {outs[-1] - outs[0] + 1} clocks: bubbles"
+    )
     assert [o - i for i, o in zip(ins, outs)] == [3] * len(ins), "latency is not 3 clocks for every beat"
     assert tb.pause_seen == 0, "pause rose at full rate"
 
@@ -286,7 +306,9 @@ async def test_overflow_drops_whole_and_counts(dut):
         body = tb.sent[-1][0]
         fate, words = model.frame(beats_of(body, tb.bpb))
         expect.append((fate, body[: words * tb.bpb], int(fate == "cut")))
-        await tb.run(tb.clock + len(beats_of(body, tb.bpb)) + 12, until_drained=False, stall_until=lambda: released)
+        await tb.run(
+            tb.clock + len(beats_of(body, tb.bpb)) + 12, until_drained=False, stall_until=lambda: released
+        )
     drops = sum(1 for fate, _, _ in expect if fate != "kept")
     assert drops >= 2 and any(f == "cut" for f, _, _ in expect), f"the lengths overflowed only {drops} frames"
     assert int(dut.stat_drop_overflow.value) == drops, (
@@ -300,7 +322,9 @@ async def test_overflow_drops_whole_and_counts(dut):
         start = tb.clock
         while len(tb.rx) < count:
             await tb.run(tb.clock + 1, until_drained=False, stall_until=lambda: released)
-            assert tb.clock - start < 100_000, f"waited 100000 clocks for {count} frames, {len(tb.rx)} arrived"
+            assert tb.clock - start < 100_000, (
+                f"waited 100000 clocks for {count} frames, {len(tb.rx)} arrived"
+            )
 
     dut._log.info("model: %s", [(f, len(b)) for f, b, _ in expect])
     await drain(sum(1 for fate, _, _ in expect if fate != "dropped"))

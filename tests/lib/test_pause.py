@@ -11,16 +11,14 @@ def _fifo_params(delay, max_frame):
     return {"data_width": 64, "depth_bytes": depth, "xoff_bytes": xoff, "xon_bytes": xon}
 
 
-@pytest.mark.parametrize(
-    "delay,max_frame",
-    [(100, 9018), (30, 600)],
-    ids=["delay100-9018B", "delay30-600B"],
-)
+@pytest.mark.parametrize("delay,max_frame", [(100, 9018), (30, 600)], ids=["delay100-9018B", "delay30-600B"])
 def test_pause_fifo_lossless(delay, max_frame):
     """Sized by pause_thresholds for the link: lossless behind pause, and full rate."""
     env = {"PAUSE_DELAY": str(delay), "PAUSE_MAX_FRAME": str(max_frame)}
     for case in ("test_lossless_behind_pause", "test_full_rate"):
-        run_cocotb("pause_fifo", _fifo_params(delay, max_frame), "cocotb_pause_fifo", testcase=case, extra_env=env)
+        run_cocotb(
+            "pause_fifo", _fifo_params(delay, max_frame), "cocotb_pause_fifo", testcase=case, extra_env=env
+        )
 
 
 def test_pause_fifo_overflow():

@@ -30,11 +30,7 @@ def host_mac(n):
 
 def roce_frame(src, dst, sport, payload=64, proto="udp"):
     """A host's frame (fabric-spec section 4), tagged as the leaf's tagger does."""
-    l4 = {
-        "udp": UDP(sport=sport, dport=ROCE_PORT),
-        "tcp": TCP(sport=sport, dport=80),
-        "icmp": ICMP(),
-    }[proto]
+    l4 = {"udp": UDP(sport=sport, dport=ROCE_PORT), "tcp": TCP(sport=sport, dport=80), "icmp": ICMP()}[proto]
     eth = Ether(src=host_mac(src), dst=host_mac(dst)) / IP(src=f"10.0.0.{src}", dst=f"10.0.0.{dst}") / l4
     raw = bytes(eth / bytes(payload))
     return tag(raw, src_node=src, dst_node=dst, port=dst % 4, len=len(raw))
@@ -48,7 +44,8 @@ class SelectorBench:
         cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
         self.src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
         self.sinks = [
-            AxiStreamSink(AxiStreamBus.from_prefix(dut, f"m_axis_{u}"), dut.clk, dut.rst) for u in range(self.uplinks)
+            AxiStreamSink(AxiStreamBus.from_prefix(dut, f"m_axis_{u}"), dut.clk, dut.rst)
+            for u in range(self.uplinks)
         ]
         if idle:
             self.src.set_pause_generator(random_pause(self.rng, idle))
@@ -85,7 +82,9 @@ class SelectorBench:
         """Every expected frame on its uplink, in order; nothing else."""
         for u, frames in enumerate(self.expect):
             for k, (frame, user) in enumerate(frames):
-                rx = await recv_within(self.sinks[u], f"frame {k} of {len(frames)} for uplink {u}", clocks=100_000)
+                rx = await recv_within(
+                    self.sinks[u], f"frame {k} of {len(frames)} for uplink {u}", clocks=100_000
+                )
                 got = bytes(rx.tdata)
                 assert got == frame, f"uplink {u} frame {k}: {got[:60].hex()} != {frame[:60].hex()}"
                 got_user = rx.tuser if isinstance(rx.tuser, int) else rx.tuser[-1]
@@ -113,7 +112,12 @@ def odd_frames(rng):
     """Frames that are not plain IPv4/UDP in GSE: each keyed as the model says."""
     a, b = rng.randrange(16), rng.randrange(16)
     base = Ether(src=host_mac(a), dst=host_mac(b))
-    frag = base / IP(src=f"10.0.0.{a}", dst=f"10.0.0.{b}", flags="MF") / UDP(sport=rng.randrange(65536)) / bytes(40)
+    frag = (
+        base
+        / IP(src=f"10.0.0.{a}", dst=f"10.0.0.{b}", flags="MF")
+        / UDP(sport=rng.randrange(65536))
+        / bytes(40)
+    )
     frag2 = base / IP(src=f"10.0.0.{a}", dst=f"10.0.0.{b}", frag=10) / bytes(60)
     opts = base / IP(src=f"10.0.0.{a}", dst=f"10.0.0.{b}", options=b"\x01\x01\x01\x00") / UDP() / bytes(40)
     arp = base / ARP(psrc=f"10.0.0.{a}", pdst=f"10.0.0.{b}")
@@ -138,13 +142,24 @@ async def test_random_flows(dut):
     U = tb.uplinks
     await tb.start()
     per = [0] * U
-    phases = [(0, (1 << U) - 1), (0xDEADBEEF, (1 << U) - 1), (0x1234567, 0b1011 % (1 << U) or 1), (5, 0), (77, 0b0100)]
+    phases = [
+        (0, (1 << U) - 1),
+        (0xDEADBEEF, (1 << U) - 1),
+        (0x1234567, 0b1011 % (1 << U) or 1),
+        (5, 0),
+        (77, 0b0100),
+    ]
     for seed, healthy in phases:
         tb.set(seed, healthy)
-        flows = [(tb.rng.randrange(16), tb.rng.randrange(16), tb.rng.randrange(49152, 65536)) for _ in range(24)]
+        flows = [
+            (tb.rng.randrange(16), tb.rng.randrange(16), tb.rng.randrange(49152, 65536)) for _ in range(24)
+        ]
         for _ in range(60):
             src, dst, sport = tb.rng.choice(flows)
-            up = tb.send(roce_frame(src, dst, sport, payload=tb.rng.randrange(18, 400)), user=int(tb.rng.random() < 0.1))
+            up = tb.send(
+                roce_frame(src, dst, sport, payload=tb.rng.randrange(18, 400)),
+                user=int(tb.rng.random() < 0.1),
+            )
             if up is not None:
                 per[up] += 1
         for frame in odd_frames(tb.rng):
@@ -237,7 +252,9 @@ async def test_full_rate(dut):
                 else:
                     stalls += 1
             for u in range(U):
-                if int(getattr(d, f"m_axis_{u}_tvalid").value) and int(getattr(d, f"m_axis_{u}_tready").value):
+                if int(getattr(d, f"m_axis_{u}_tvalid").value) and int(
+                    getattr(d, f"m_axis_{u}_tready").value
+                ):
                     beats_out.append(clock)
 
     cocotb.start_soon(monitor())
