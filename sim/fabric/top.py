@@ -97,7 +97,7 @@ def _leaf(shape, lb):
 def _spine(shape, lb):
     from opengse.rtl.tops.spine import GSESpine
 
-    return GSESpine(ports=shape.leaves, data_width=shape.data_width, nodes=shape.nodes)
+    return GSESpine(ports=shape.leaves, data_width=shape.data_width, nodes=shape.nodes, delay=shape.delay)
 
 
 def _gen(shape, lb):
