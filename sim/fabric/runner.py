@@ -42,16 +42,22 @@ def _build_root():
 
 
 
+#: The files of this package a model is made of (the rest - configuration, measurement,
+#: report - only read a model and never invalidate one).
+MODEL_SOURCES = ("top.py", "harness.py", "blackbox.py", "control_loss.py", "main.cpp", "runner.py", "traffic.py")
+
+
 def source_digest():
-    """SHA-1 over every gateware source (``opengse.rtl``) and this package's files."""
+    """SHA-1 over every gateware source (``opengse.rtl``) and the model's files here."""
     import opengse.rtl
 
     h = hashlib.sha1()
-    for root in (Path(opengse.rtl.__file__).resolve().parent, HERE):
-        for p in sorted(root.rglob("*")):
-            if p.suffix in (".py", ".cpp") and "__pycache__" not in p.parts:
-                h.update(str(p.relative_to(root)).encode())
-                h.update(p.read_bytes())
+    files = [(p, p.relative_to(Path(opengse.rtl.__file__).resolve().parent)) for p in sorted(Path(opengse.rtl.__file__).resolve().parent.rglob("*.py"))]
+    files += [(HERE / n, n) for n in MODEL_SOURCES]
+    for p, rel in files:
+        if "__pycache__" not in p.parts:
+            h.update(str(rel).encode())
+            h.update(p.read_bytes())
     return h.hexdigest()
 
 
