@@ -37,7 +37,7 @@ from amaranth.lib import wiring
 from opengse.rtl.config import GSEConfig
 from opengse.rtl.tb.link import FabricLink
 
-from .blackbox import BlackBox
+from .blackbox import BlackBox, PlainStreams
 from .control_loss import ControlLoss
 from .harness import Harness
 
@@ -139,6 +139,7 @@ class FabricTop(wiring.Component):
             comp = parts[kind](shape, lb)
             if not black_box:
                 return comp
+            comp = PlainStreams(comp)  # exported ports that do not collide (s_dest)
             if module not in self.black_boxes:
                 self.black_boxes[module] = comp
             return BlackBox(self.black_boxes[module], module)
