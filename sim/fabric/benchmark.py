@@ -51,7 +51,9 @@ def _summary(values):
     return {"mean": sum(vals) / len(vals), "min": min(vals), "max": max(vals)}
 
 
-def run_benchmark(shape=FabricShape(), modes=MODES, run=RunConfig(), hash_seeds=8, work_root=None, progress=None, log=None):
+def run_benchmark(
+    shape=FabricShape(), modes=MODES, run=RunConfig(), hash_seeds=8, work_root=None, progress=None, log=None
+):
     """``{mode: result}``; ``progress(mode, label, cycle, total, cps)`` reports runs."""
     from opengse.sim.runner import BUILD_ROOT
 
@@ -96,7 +98,13 @@ def _combine(runs, seeds):
     if len(runs) == 1:
         res["seeds"] = seeds
         return res
-    for key in ("effective_throughput", "overhead_limit", "p50_latency_cycles", "p99_latency_cycles", "control_share"):
+    for key in (
+        "effective_throughput",
+        "overhead_limit",
+        "p50_latency_cycles",
+        "p99_latency_cycles",
+        "control_share",
+    ):
         res[key] = mean([r[key] for r in runs])
         res[f"{key}_over_seeds"] = _summary([r[key] for r in runs])
     for key in ("drops", "lost", "reordered", "corrupt", "duplicate", "control_frames_spoiled"):
@@ -110,9 +118,16 @@ def _combine(runs, seeds):
     res["cycles_per_second"] = mean([r["cycles_per_second"] for r in runs])
     res["run_seconds"] = sum(r["run_seconds"] for r in runs)
     if runs[0]["pause_fraction"] is not None:
-        res["pause_fraction"] = [mean([r["pause_fraction"][n] for r in runs]) for n in range(len(runs[0]["pause_fraction"]))]
+        res["pause_fraction"] = [
+            mean([r["pause_fraction"][n] for r in runs]) for n in range(len(runs[0]["pause_fraction"]))
+        ]
     res["per_seed"] = [
-        {"seed": s, "effective_throughput": r["effective_throughput"], "drops": r["drops"], "p99_latency_cycles": r["p99_latency_cycles"]}
+        {
+            "seed": s,
+            "effective_throughput": r["effective_throughput"],
+            "drops": r["drops"],
+            "p99_latency_cycles": r["p99_latency_cycles"],
+        }
         for s, r in zip(seeds, runs)
     ]
     res["timeline_per_seed"] = [r["timeline"] for r in runs]

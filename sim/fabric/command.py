@@ -16,17 +16,35 @@ PATTERNS = ("permutation", "inter-leaf", "leaf-shift", "all-to-all", "ring", "in
 
 
 def add_arguments(sp):
-    sp.add_argument("--pattern", default="permutation", help=f"one of: {', '.join(PATTERNS)} (default permutation)")
-    sp.add_argument("--frame-bytes", type=int, default=1500, metavar="N", help="frame size, 60..9000 (default 1500)")
-    sp.add_argument("--flows", type=int, default=1, metavar="N", help="flows (queue pairs) per destination (default 1)")
-    sp.add_argument("--tenants", type=int, default=1, metavar="N", help="tenants, hosts assigned in turn (default 1)")
-    sp.add_argument("--cycles", type=int, default=400_000, metavar="N", help="clocks of traffic (default 400000)")
     sp.add_argument(
-        "--warmup", type=int, default=100_000, metavar="N", help="clocks left out before the window (default 100000)"
+        "--pattern", default="permutation", help=f"one of: {', '.join(PATTERNS)} (default permutation)"
     )
-    sp.add_argument("--sample", type=int, default=5_000, metavar="N", help="counter sampling interval (default 5000)")
+    sp.add_argument(
+        "--frame-bytes", type=int, default=1500, metavar="N", help="frame size, 60..9000 (default 1500)"
+    )
+    sp.add_argument(
+        "--flows", type=int, default=1, metavar="N", help="flows (queue pairs) per destination (default 1)"
+    )
+    sp.add_argument(
+        "--tenants", type=int, default=1, metavar="N", help="tenants, hosts assigned in turn (default 1)"
+    )
+    sp.add_argument(
+        "--cycles", type=int, default=400_000, metavar="N", help="clocks of traffic (default 400000)"
+    )
+    sp.add_argument(
+        "--warmup",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="clocks left out before the window (default 100000)",
+    )
+    sp.add_argument(
+        "--sample", type=int, default=5_000, metavar="N", help="counter sampling interval (default 5000)"
+    )
     sp.add_argument("--lb", default="both", help="gse, ecmp or both (default both)")
-    sp.add_argument("--hash-seeds", type=int, default=8, metavar="N", help="ECMP: runs over hash seeds 1..N (default 8)")
+    sp.add_argument(
+        "--hash-seeds", type=int, default=8, metavar="N", help="ECMP: runs over hash seeds 1..N (default 8)"
+    )
     sp.add_argument(
         "--fail-uplink",
         action="append",
@@ -35,14 +53,23 @@ def add_arguments(sp):
         help="fail the uplink of LEAF on PORT at CYCLE (repeatable)",
     )
     sp.add_argument(
-        "--control-loss", type=float, default=0.0, metavar="RATE", help="fraction of REQUEST/GRANT frames lost"
+        "--control-loss",
+        type=float,
+        default=0.0,
+        metavar="RATE",
+        help="fraction of REQUEST/GRANT frames lost",
     )
     sp.add_argument("--leaves", type=int, default=4, help="L (default 4)")
     sp.add_argument("--spines", type=int, default=4, help="S = uplinks per leaf (default 4)")
     sp.add_argument("--hosts", type=int, default=4, help="host ports per leaf H (default 4)")
     sp.add_argument("--delay", type=int, default=100, help="link delay in clocks (default 100)")
     sp.add_argument("--json", action="store_true", help="print one JSON object per mode")
-    sp.add_argument("--png", default="build/fabric/fabric.png", metavar="FILE", help="the plot (default build/fabric/fabric.png)")
+    sp.add_argument(
+        "--png",
+        default="build/fabric/fabric.png",
+        metavar="FILE",
+        help="the plot (default build/fabric/fabric.png)",
+    )
     sp.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 

@@ -139,7 +139,9 @@ def measure(cn, shape, start, warmup, roles, *, histogram=None, bytes_per_beat=8
         "halves": [eff(i0, im), eff(im, i1)],
         "per_host": [cn.delta(b, i0, i1) / (W * clocks) for b in rx_bytes],
         "timeline": [
-            (cn.cycles[k + 1] - start, eff(k, k + 1)) for k in range(len(cn.cycles) - 1) if cn.cycles[k] >= start
+            (cn.cycles[k + 1] - start, eff(k, k + 1))
+            for k in range(len(cn.cycles) - 1)
+            if cn.cycles[k] >= start
         ],
     }
     # -- links: utilisation and the overhead limit
@@ -177,7 +179,9 @@ def measure(cn, shape, start, warmup, roles, *, histogram=None, bytes_per_beat=8
     out["drops_by_counter"] = drops
     # A receiver that was not ready when a link delivered a beat broke the link contract:
     # that beat is gone. Counted apart (beats, not frames); must stay 0.
-    refused = {n: cn.at(n, last) for n in cn.match(r"(fab|host)_(up|dn)[\d_]+\.stat_refused") if cn.at(n, last)}
+    refused = {
+        n: cn.at(n, last) for n in cn.match(r"(fab|host)_(up|dn)[\d_]+\.stat_refused") if cn.at(n, last)
+    }
     out["refused_beats"] = sum(refused.values())
     out["drops_by_counter"].update(refused)
     spoiled = sum(cn.at(n, last) for n in cn.match(r"loss_(up|dn)[\d_]+\.stat_spoiled"))

@@ -52,7 +52,9 @@ def verdicts(res):
         out.append(
             (
                 f">= {LIMIT_SHARE} of the overhead limit",
-                f"pass ({share:.4f})" if share >= LIMIT_SHARE else f"MISS ({share:.4f}, by {100 * (LIMIT_SHARE - share):.2f} points)",
+                f"pass ({share:.4f})"
+                if share >= LIMIT_SHARE
+                else f"MISS ({share:.4f}, by {100 * (LIMIT_SHARE - share):.2f} points)",
             )
         )
     drops = res.get("drops")
@@ -64,7 +66,9 @@ def verdicts(res):
     else:
         refused = res.get("refused_beats") or 0
         ok = drops == 0 and refused == 0
-        out.append(("zero drops", "pass" if ok else f"MISS ({drops} frames dropped, {refused} beats refused)"))
+        out.append(
+            ("zero drops", "pass" if ok else f"MISS ({drops} frames dropped, {refused} beats refused)")
+        )
     return out
 
 
@@ -97,13 +101,22 @@ def format_table(results):
             ("window", f"{win} clocks after a {r['warmup']}-clock warm-up" if win else "not measured"),
             ("drops (switches + failed links)", _num(r.get("drops"))),
             ("beats refused by a receiver (lost)", _num(r.get("refused_beats"))),
-            ("lost / reordered / corrupt (checkers)", f"{_num(r.get('lost'))} / {_num(r.get('reordered'))} / {_num(r.get('corrupt'))}"),
-            ("latency p50 / p99 (clocks)", f"{_num(r.get('p50_latency_cycles'))} / {_num(r.get('p99_latency_cycles'))}"),
+            (
+                "lost / reordered / corrupt (checkers)",
+                f"{_num(r.get('lost'))} / {_num(r.get('reordered'))} / {_num(r.get('corrupt'))}",
+            ),
+            (
+                "latency p50 / p99 (clocks)",
+                f"{_num(r.get('p50_latency_cycles'))} / {_num(r.get('p99_latency_cycles'))}",
+            ),
             ("peak VOQ / reorder occupancy", f"{_num(r.get('peak_voq'))} / {_num(r.get('peak_reorder'))}"),
         ]
         pf = r.get("pause_fraction")
         rows.append(
-            ("host time paused (mean, max)", f"{_pct(sum(pf) / len(pf), 2)}, {_pct(max(pf), 2)}" if pf else "not measured")
+            (
+                "host time paused (mean, max)",
+                f"{_pct(sum(pf) / len(pf), 2)}, {_pct(max(pf), 2)}" if pf else "not measured",
+            )
         )
         rows.append(("control-frame share of fabric beats", _pct(r.get("control_share"), 2)))
         if r.get("control_loss"):
@@ -114,7 +127,8 @@ def format_table(results):
         rows.append(
             (
                 "simulated cycles/s",
-                f"{r.get('cycles_per_second', 0):,.0f} ({r.get('run_seconds', 0):.0f} s of runs, build {build})",
+                f"{r.get('cycles_per_second', 0):,.0f} "
+                f"({r.get('run_seconds', 0):.0f} s of runs, build {build})",
             )
         )
         for what, v in verdicts(r):
@@ -167,7 +181,14 @@ def write_png(results, path):
     for mode, r in results.items():
         c = colours.get(mode, None)
         for k, tl in enumerate(r.get("timeline_per_seed") or []):
-            ax1.plot([x for x, _ in tl], [y for _, y in tl], color=c, alpha=0.25, lw=0.8, label=f"{mode} seeds" if k == 0 else None)
+            ax1.plot(
+                [x for x, _ in tl],
+                [y for _, y in tl],
+                color=c,
+                alpha=0.25,
+                lw=0.8,
+                label=f"{mode} seeds" if k == 0 else None,
+            )
         tl = r["timeline"] if not r.get("timeline_per_seed") else _mean_timeline(r["timeline_per_seed"])
         ax1.plot([x for x, _ in tl], [y for _, y in tl], color=c, lw=2, label=f"{mode} ({_eff_cell(r)})")
         if r.get("overhead_limit"):
@@ -183,7 +204,13 @@ def write_png(results, path):
     for k, (mode, r) in enumerate(results.items()):
         dl = r.get("downlink_util") or {}
         names = names or list(dl)
-        ax2.bar([i + k * width for i in range(len(dl))], list(dl.values()), width, color=colours.get(mode), label=mode)
+        ax2.bar(
+            [i + k * width for i in range(len(dl))],
+            list(dl.values()),
+            width,
+            color=colours.get(mode),
+            label=mode,
+        )
     if names:
         ax2.set_xticks([i + width * (len(results) - 1) / 2 for i in range(len(names))])
         ax2.set_xticklabels(names, rotation=60, fontsize=7)

@@ -15,7 +15,6 @@ SHAPE = FabricShape(leaves=2, spines=2, hosts=2, delay=100)
 
 def _tables_to_next(shape):
     # the wiring sends host n's frames to host n + 1: give each generator that table
-    import opengse.sim.fabric.traffic as traffic
 
     return lambda pattern, s, flows: ([[(n + 1) % s.n_hosts] * flows for n in range(s.n_hosts)], False)
 

@@ -43,7 +43,9 @@ def test_tag_and_rounding_alone():
 
 def test_measured_limit_is_the_tightest_link_class():
     # 16 hosts, 16 uplinks: 1000 beats of 8 B carrying 7500 B per link -> 0.9375
-    limit, per = measured_limit({"up": (16, 16000, 120000), "host": (16, 15100, 120000), "idle": (4, 0, 0)}, 16)
+    limit, per = measured_limit(
+        {"up": (16, 16000, 120000), "host": (16, 15100, 120000), "idle": (4, 0, 0)}, 16
+    )
     assert per["up"] == pytest.approx(120000 / 128000)
     assert limit == per["up"] and per["idle"] == float("inf")
 
@@ -66,7 +68,7 @@ def test_merge_keeps_a_shared_module_once():
 
 def test_run_config_checks():
     shape = FabricShape()
-    assert parse_fail_uplink("1:2@300") .cycle == 300
+    assert parse_fail_uplink("1:2@300").cycle == 300
     for bad in ("1:2", "a:b@c", "1@2", "-1:0@5"):
         with pytest.raises(ValueError, match="fail-uplink"):
             parse_fail_uplink(bad)
