@@ -61,8 +61,10 @@ class PlainStreams(wiring.Component):
         for name, member in component.signature.members.items():
             if _clashes(member):
                 width = Shape.cast(member.signature.members["payload"].shape).width
-                members[name] = In(stream.Signature(width)).array(*member.dimensions) if member.dimensions else In(
-                    stream.Signature(width)
+                members[name] = (
+                    In(stream.Signature(width)).array(*member.dimensions)
+                    if member.dimensions
+                    else In(stream.Signature(width))
                 )
                 self._plain.add(name)
             else:

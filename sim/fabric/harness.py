@@ -154,4 +154,3 @@ class Harness:
                 m.d.sync += lost.eq(lost + 1)
         for item, value, lo in self._outs:
             m.d.comb += getattr(top, item.port).eq(Value.cast(value)[lo : lo + item.width])
-

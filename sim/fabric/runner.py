@@ -40,11 +40,17 @@ def _build_root():
     return BUILD_ROOT / "fabric"
 
 
-
-
 #: The files of this package a model is made of (the rest - configuration, measurement,
 #: report - only read a model and never invalidate one).
-MODEL_SOURCES = ("top.py", "harness.py", "blackbox.py", "control_loss.py", "main.cpp", "runner.py", "traffic.py")
+MODEL_SOURCES = (
+    "top.py",
+    "harness.py",
+    "blackbox.py",
+    "control_loss.py",
+    "main.cpp",
+    "runner.py",
+    "traffic.py",
+)
 
 
 def source_digest():
@@ -52,7 +58,10 @@ def source_digest():
     import opengse.rtl
 
     h = hashlib.sha1()
-    files = [(p, p.relative_to(Path(opengse.rtl.__file__).resolve().parent)) for p in sorted(Path(opengse.rtl.__file__).resolve().parent.rglob("*.py"))]
+    files = [
+        (p, p.relative_to(Path(opengse.rtl.__file__).resolve().parent))
+        for p in sorted(Path(opengse.rtl.__file__).resolve().parent.rglob("*.py"))
+    ]
     files += [(HERE / n, n) for n in MODEL_SOURCES]
     for p, rel in files:
         if "__pycache__" not in p.parts:
@@ -129,7 +138,9 @@ def build_model(name, params, make_top, *, opt="-O1", hierarchical=True, jobs=2,
     from opengse.platforms.export import write_export
 
     tool_env()
-    key = json.dumps({"params": params, "opt": opt, "hier": hierarchical, "src": source_digest()}, sort_keys=True)
+    key = json.dumps(
+        {"params": params, "opt": opt, "hier": hierarchical, "src": source_digest()}, sort_keys=True
+    )
     digest = hashlib.sha1(key.encode()).hexdigest()[:10]
     tag = "-".join(f"{k}{v}" for k, v in sorted(params.items()))[:60]
     build_dir = _build_root() / f"{name}-{tag}-{digest}"

@@ -83,7 +83,13 @@ class FabricShape:
         )
 
     def as_dict(self):
-        return {"L": self.leaves, "S": self.spines, "H": self.hosts, "delay": self.delay, "w": self.data_width}
+        return {
+            "L": self.leaves,
+            "S": self.spines,
+            "H": self.hosts,
+            "delay": self.delay,
+            "w": self.data_width,
+        }
 
 
 def _leaf(shape, lb):
@@ -131,17 +137,16 @@ class FabricTop(wiring.Component):
     def __init__(self, shape=FabricShape(), lb="gse", *, parts=None, black_box=True):
         self.shape, self.lb = shape, lb
         parts = {**default_parts(), **(parts or {})}
-        L, S, H, N = shape.leaves, shape.spines, shape.hosts, shape.n_hosts
+        L, S, _H, N = shape.leaves, shape.spines, shape.hosts, shape.n_hosts
         w, delay = shape.data_width, shape.delay
         self.black_boxes = {}
 
         def unit(kind, module):
-            comp = parts[kind](shape, lb)
             if not black_box:
-                return comp
-            comp = PlainStreams(comp)  # exported ports that do not collide (s_dest)
-            if module not in self.black_boxes:
-                self.black_boxes[module] = comp
+                return parts[kind](shape, lb)
+            if module not in self.black_boxes:  # one component exported per module
+                # PlainStreams: exported ports that do not collide (s_dest)
+                self.black_boxes[module] = PlainStreams(parts[kind](shape, lb))
             return BlackBox(self.black_boxes[module], module)
 
         self.leaves = [unit("leaf", "gse_leaf") for _ in range(L)]
@@ -193,7 +198,13 @@ class FabricTop(wiring.Component):
             m.submodules[f"spine{s}"] = spine
         for n in range(self.shape.n_hosts):
             l, p = divmod(n, H)
-            leaf, gen, chk, up, dn = self.leaves[l], self.gens[n], self.chks[n], self.host_up[n], self.host_dn[n]
+            leaf, gen, chk, up, dn = (
+                self.leaves[l],
+                self.gens[n],
+                self.chks[n],
+                self.host_up[n],
+                self.host_dn[n],
+            )
             for name, sub in (("gen", gen), ("chk", chk), ("host_up", up), ("host_dn", dn)):
                 m.submodules[f"{name}{n}"] = sub
             wiring.connect(m, gen.m_axis, up.s_axis)

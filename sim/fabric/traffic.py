@@ -27,7 +27,15 @@ import random
 
 from opengse.rtl.tb.traffic_gen import RATE_ONE, dst_write_layout
 
-__all__ = ["pattern_tables", "generator_writes", "readouts", "ROLES", "GEN_FLOWS", "CHECKER_PARAMS", "ENABLE_AT"]
+__all__ = [
+    "pattern_tables",
+    "generator_writes",
+    "readouts",
+    "ROLES",
+    "GEN_FLOWS",
+    "CHECKER_PARAMS",
+    "ENABLE_AT",
+]
 
 #: Flows a generator's table holds (``TrafficGenerator(max_flows=...)``).
 GEN_FLOWS = 64
