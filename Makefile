@@ -28,9 +28,11 @@ icarus:
 
 install: $(BIN)/.installed
 
-# The main job: export every block to Verilog and print its benchmark.
+# The main job: export every block to Verilog and print its benchmark, then the
+# leaf-spine fabric comparison (GSE against the ECMP baseline, docs/fabric.md).
 run: install
 	$(BIN)/gse run -o build/export
+	$(BIN)/gse fabric
 
 # The whole regression (the same command CI runs).
 test: install

@@ -8,6 +8,8 @@ gse regs [-o ROOT] [--check]                 docs/registers.md + firmware/gse_re
 gse regs --bench [--seeds 1,2,3]             the reference map's bank on ECP5
 gse figures [--write | --check] [--update BLOCK [--bench-json FILE]]
                                              the README's figures table from docs/figures.json
+gse fabric [--lb gse|ecmp|both] [--pattern P] [--json] ...
+                                             the leaf-spine fabric benchmark (docs/fabric.md)
 """
 
 import argparse
@@ -390,6 +392,15 @@ def cmd_formal(args):
     return status
 
 
+def cmd_fabric(args):
+    from opengse.sim.fabric import command
+
+    try:
+        return command.run(args)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+
+
 def build_parser():
     p = _Parser(prog="gse", description="OpenGSE: export, lint and benchmark the GSE switch blocks.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -509,6 +520,11 @@ def build_parser():
     sp.add_argument("--figures", default="docs/figures.json", metavar="FILE")
     sp.add_argument("--readme", default="README.md", metavar="FILE")
     sp.set_defaults(func=cmd_figures)
+    sp = sub.add_parser("fabric", help="build an L x S fabric, run a pattern in GSE and ECMP mode, report")
+    from opengse.sim.fabric.command import add_arguments as fabric_arguments
+
+    fabric_arguments(sp)
+    sp.set_defaults(func=cmd_fabric)
     return p
 
 

@@ -6,8 +6,8 @@
 #ifndef GSE_REGS_H
 #define GSE_REGS_H
 
-#define GSE_MAP_ID 0x918aaa87u
-#define GSE_MAP_SIZE 0x00000800u
+#define GSE_MAP_ID 0x7ac96a62u
+#define GSE_MAP_SIZE 0x00000840u
 #define GSE_ACCESS_RO 0
 #define GSE_ACCESS_RW 1
 #define GSE_ACCESS_W1C 2
@@ -1280,5 +1280,17 @@
 #define GSE_SPINE_HELD_CYCLES_MASK 0xffffffffu
 #define GSE_SPINE_HELD_CYCLES_RESET 0x00000000u
 #define GSE_SPINE_HELD_CYCLES_ADDR_I(i) (GSE_SPINE_HELD_CYCLES_ADDR + (i) * GSE_SPINE_HELD_CYCLES_STRIDE)
+
+/* leaf: GSE leaf (rtl/tops/leaf/); a leaf carries its own AXI4-Lite bank with the map of rtl/tops/leaf/registers.py (configuration and every part's counters) */
+#define GSE_LEAF_BASE 0x00000800u
+/* leaf.healthy: uplinks the leaf's link monitor holds healthy */
+#define GSE_LEAF_HEALTHY_ADDR 0x00000800u
+#define GSE_LEAF_HEALTHY_WIDTH 2u
+#define GSE_LEAF_HEALTHY_WORDS 1u
+#define GSE_LEAF_HEALTHY_COUNT 1u
+#define GSE_LEAF_HEALTHY_STRIDE 4u
+#define GSE_LEAF_HEALTHY_ACCESS GSE_ACCESS_RO
+#define GSE_LEAF_HEALTHY_MASK 0x3u
+#define GSE_LEAF_HEALTHY_RESET 0x0u
 
 #endif /* GSE_REGS_H */

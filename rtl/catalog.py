@@ -36,6 +36,7 @@ BLOCK_MODULES = [
     "opengse.rtl.tb.link",
     "opengse.rtl.tb.traffic_gen",
     "opengse.rtl.tb.traffic_check",
+    "opengse.rtl.tops.leaf",
 ]
 
 

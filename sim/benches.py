@@ -22,6 +22,7 @@ BENCHES = {
     "traffic_gen": ("bench_tb", "bench", ("traffic_gen",)),
     "traffic_check": ("bench_tb", "bench", ("traffic_check",)),
     "fabric_link": ("bench_tb", "bench", ("fabric_link",)),
+    "leaf": ("bench_leaf", "bench", ()),
 }
 
 

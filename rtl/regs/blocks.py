@@ -300,6 +300,19 @@ BLOCK_REGISTERS = {
         },
         wired=("pause", "pause_in"),
     ),
+    "leaf": BlockRegisters(
+        "GSE leaf (rtl/tops/leaf/); a leaf carries its own AXI4-Lite bank with the map of "
+        "rtl/tops/leaf/registers.py (configuration and every part's counters)",
+        {"healthy": "uplinks the leaf's link monitor holds healthy"},
+        wired=("host_pause", "host_pause_in", "fab_pause", "fab_pause_in", "link_up")
+        + tuple(
+            f"s_axil_{n}"
+            for n in (
+                "awaddr awvalid awready wdata wstrb wvalid wready bresp bvalid bready "
+                "araddr arvalid arready rdata rresp rvalid rready"
+            ).split()
+        ),
+    ),
 }
 
 

@@ -1,0 +1,103 @@
+"""FabricIngress: one uplink's receive side, frames from the spine sorted by type."""
+
+from amaranth.hdl import Module, Mux
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ...header.gse_header import GSE_ETHERTYPE, GSEType
+from ...header.parser import GSEParser, ParsedHeaderLayout
+from ...lib.packet_demux import PacketDemux
+from ...lib.stream import AXIStreamSignature
+from ...lib.pause_fifo import PauseFIFO
+
+__all__ = ["FabricIngress"]
+
+
+class FabricIngress(wiring.Component):
+    """Uplink ``u``'s receive path: :class:`~opengse.rtl.lib.pause_fifo.PauseFIFO`
+    (always ready, cut-through, pause) ->
+    :class:`~opengse.rtl.header.parser.GSEParser` (checks, ``strip`` 0) -> demux.
+
+    Parameters: ``data_width``, ``hosts`` H, ``store_depth`` (beats),
+    ``xoff_bytes``/``xon_bytes``, ``ethertype``.
+
+    Interface:
+
+    * ``s_axis`` (in, always ready), ``pause`` (out): the link from the spine.
+    * ``node_base`` (in, 16): this leaf's first node. A DATA frame whose
+      ``dst_node - node_base`` is below H goes to ``m_data[dst_node - node_base]``;
+      REQUEST and GRANT frames to ``m_ctl``; a PROBE pulses ``probe_rx`` (one clock)
+      and is consumed. Everything else (DATA for another leaf, non-GSE frames) is
+      dropped whole and counted in ``stat_drop_unrouted``.
+    * Counters: ``stat_probes``, ``stat_drop_unrouted``, the store's ``store_stat_*``
+      and the parser's ``parser_stat_*``.
+
+    Timing: the store's (3 clocks, cut-through), the parser's
+    (``ceil(32 / W) + 2`` clocks), the demux's register: one beat per clock.
+    """
+
+    def __init__(
+        self,
+        data_width=64,
+        hosts=4,
+        store_bytes=16384,
+        xoff_bytes=5632,
+        xon_bytes=2816,
+        ethertype=GSE_ETHERTYPE,
+    ):
+        self.hosts = hosts
+        self.store = PauseFIFO(data_width, store_bytes, xoff_bytes, xon_bytes)
+        self.parser = GSEParser(data_width, strip=0, ethertype=ethertype)
+        sig = AXIStreamSignature(data_width)
+        members = {
+            "s_axis": In(sig),
+            "pause": Out(1),
+            "node_base": In(16),
+            "m_data": Out(sig).array(hosts),
+            "m_ctl": Out(sig),
+            "probe_rx": Out(1),
+            "stat_probes": Out(32),
+            "stat_drop_unrouted": Out(32),
+        }
+        from ...lib.stat_ports import stat_members
+
+        members.update(stat_members("store", self.store))
+        members.update(stat_members("parser", self.parser))
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        from ...lib.stat_ports import forward_stats
+
+        m = Module()
+        H = self.hosts
+        m.submodules.store = store = self.store
+        m.submodules.parser = parser = self.parser
+        node_base = self.node_base
+
+        def route(h):
+            local = (h.dst_node - node_base)[:16]
+            data = (h.type == GSEType.DATA) & (local < H)
+            ctl = (h.type == GSEType.REQUEST) | (h.type == GSEType.GRANT)
+            probe = h.type == GSEType.PROBE
+            return Mux(~h.gse, H + 2, Mux(data, local, Mux(ctl, H, Mux(probe, H + 1, H + 2))))
+
+        m.submodules.demux = demux = PacketDemux(
+            H + 2, self.store.data_width, sel_layout=ParsedHeaderLayout, route=route
+        )
+        wiring.connect(m, wiring.flipped(self.s_axis), store.s_axis)
+        m.d.comb += self.pause.eq(store.pause)
+        wiring.connect(m, store.m_axis, parser.s_axis)
+        wiring.connect(m, parser.m_axis, demux.s_axis)
+        wiring.connect(m, parser.m_hdr, demux.s_sel)
+        for h in range(H):
+            wiring.connect(m, demux.m_axis[h], wiring.flipped(self.m_data[h]))
+        wiring.connect(m, demux.m_axis[H], wiring.flipped(self.m_ctl))
+        probe = demux.m_axis[H + 1]
+        m.d.comb += probe.ready.eq(1)
+        pulse = probe.valid & probe.payload.last
+        m.d.comb += [self.probe_rx.eq(pulse), self.stat_drop_unrouted.eq(demux.stat_drop_unrouted)]
+        with m.If(pulse):
+            m.d.sync += self.stat_probes.eq(self.stat_probes + 1)
+        forward_stats(m, self, "store", store)
+        forward_stats(m, self, "parser", parser)
+        return m

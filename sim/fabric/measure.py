@@ -1,0 +1,217 @@
+"""From a run's sampled counters to the fabric's figures.
+
+The C++ main prints every counter every ``sample`` clocks; counters are 32-bit and
+wrap, so :class:`Counters` unwraps them (a sample interval is far shorter than 2**32
+clocks). The measured window starts ``warmup`` clocks after traffic started and ends
+with the run; its two halves are measured too, so a report shows the figure is
+stable.
+
+Figures of one run (:func:`measure`):
+
+* ``effective_throughput``: original-frame bytes the checkers counted in the window /
+  (hosts x bytes per beat x window clocks): the host line capacity;
+* ``halves``: the same over each half of the window; ``timeline``: per sample
+  interval (throughput over time);
+* ``overhead_limit`` (:mod:`.overhead`): from the busy clocks of host egress links,
+  uplinks and downlinks in the window;
+* ``drops``: frames dropped anywhere in the switches (every ``drop`` counter of the
+  leaves and spines) plus frames lost on failed links, over the whole run;
+  ``refused_beats``: beats a link delivered to a receiver that was not ready (lost;
+  a receiver breaking the always-ready contract, must be 0);
+  ``drops_by_counter`` names the non-zero ones; the checkers' ``lost``,
+  ``reordered``, ``corrupt`` and ``duplicate`` are beside them;
+* latency ``p50``/``p99`` from the checkers' histograms (merged);
+* ``pause_fraction``: per host, the fraction of window clocks its generator held a
+  frame because of pause; ``control_share``: control beats / busy beats on the fabric
+  links; ``downlink_util`` and ``uplink_util``: busy fraction of each fabric link;
+* ``peak_voq_cells`` / ``peak_reorder``: the largest sampled occupancy, where the
+  leaf reports one.
+"""
+
+import math
+import re
+
+from .overhead import measured_limit
+
+__all__ = ["Counters", "measure", "percentile_from_histogram"]
+
+
+class Counters:
+    """Unwrapped counter columns of a :class:`~.runner.RunOutput`."""
+
+    def __init__(self, out, address_map):
+        self.cycles = [c for c, _ in out.samples]
+        self.names = out.names
+        width = {s["name"]: s["width"] for s in address_map["stats"]}
+        self.index = {n: i for i, n in enumerate(out.names)}
+        self._cols = {}
+        self._raw = out.samples
+        self._width = width
+
+    def is_counter(self, name):
+        """A wrapping event counter: a ``stat_`` output of 32 bits or more that is not a
+        level (cells, level, occupancy, free)."""
+        return (
+            ".stat_" in name
+            and self._width.get(name, 32) >= 32
+            and not re.search(r"(cells|level|occupancy|free)(_\d+)?$", name)
+        )
+
+    def has(self, name):
+        return name in self.index
+
+    def col(self, name, unwrap=True):
+        """The values of ``name`` at every sample (counters unwrapped)."""
+        key = (name, unwrap)
+        if key not in self._cols:
+            i = self.index[name]
+            vals = [v[i] for _, v in self._raw]
+            if unwrap and self.is_counter(name):
+                span = 1 << self._width.get(name, 32)
+                out, base, prev = [], 0, 0
+                for x in vals:
+                    if x < prev:
+                        base += span
+                    prev = x
+                    out.append(base + x)
+                vals = out
+            self._cols[key] = vals
+        return self._cols[key]
+
+    def match(self, pattern):
+        rx = re.compile(pattern)
+        return [n for n in self.names if rx.fullmatch(n)]
+
+    def at(self, name, i):
+        return self.col(name)[i]
+
+    def delta(self, name, i0, i1):
+        c = self.col(name)
+        return c[i1] - c[i0]
+
+
+def percentile_from_histogram(bins, bin_width, q):
+    """The q-quantile (0..1) of a latency histogram (``bins[k]`` counts latencies in
+    ``[k*bin_width, (k+1)*bin_width)``, the last bin open-ended): the upper edge of the
+    bin where the cumulative count reaches q (a conservative read)."""
+    total = sum(bins)
+    if total == 0:
+        return None
+    need, acc = q * total, 0
+    for k, b in enumerate(bins):
+        acc += b
+        if acc >= need:
+            return (k + 1) * bin_width
+    return len(bins) * bin_width
+
+
+def _sample_index(cycles, cycle):
+    """Index of the first sample at or after ``cycle``."""
+    for i, c in enumerate(cycles):
+        if c >= cycle:
+            return i
+    return len(cycles) - 1
+
+
+def _sum(cn, names, i0, i1):
+    return sum(cn.delta(n, i0, i1) for n in names)
+
+
+def measure(cn, shape, start, warmup, roles, *, histogram=None, bytes_per_beat=8):
+    """Figures of one run (see the module doc). ``start``: the clock traffic started;
+    ``roles``: the counter names of the generator/checker/leaf (:data:`ROLES`)."""
+    N, L, S, W = shape.n_hosts, shape.leaves, shape.spines, bytes_per_beat
+    i0 = _sample_index(cn.cycles, start + warmup)
+    i1 = len(cn.cycles) - 1
+    if i1 <= i0 + 1:
+        raise ValueError("the measured window holds fewer than two sample intervals: run longer")
+    im = (i0 + i1) // 2
+    rx_bytes = [f"chk{n}.{roles['chk_bytes']}" for n in range(N)]
+    clocks = cn.cycles[i1] - cn.cycles[i0]
+
+    def eff(a, b):
+        return _sum(cn, rx_bytes, a, b) / (N * W * (cn.cycles[b] - cn.cycles[a]))
+
+    out = {
+        "window_start": cn.cycles[i0] - start,
+        "window_clocks": clocks,
+        "effective_throughput": eff(i0, i1),
+        "halves": [eff(i0, im), eff(im, i1)],
+        "per_host": [cn.delta(b, i0, i1) / (W * clocks) for b in rx_bytes],
+        "timeline": [
+            (cn.cycles[k + 1] - start, eff(k, k + 1))
+            for k in range(len(cn.cycles) - 1)
+            if cn.cycles[k] >= start
+        ],
+    }
+    # -- links: utilisation and the overhead limit
+    dn = {(u, l): f"fab_dn{u}_{l}.stat_beats" for u in range(S) for l in range(L)}
+    up = {(l, u): f"fab_up{l}_{u}.stat_beats" for l in range(L) for u in range(S)}
+    dn = {k: v for k, v in dn.items() if cn.has(v)}
+    up = {k: v for k, v in up.items() if cn.has(v)}
+    host = [f"host_dn{n}.stat_beats" for n in range(N) if cn.has(f"host_dn{n}.stat_beats")]
+    out["downlink_util"] = {f"spine{u}->leaf{l}": cn.delta(n, i0, i1) / clocks for (u, l), n in dn.items()}
+    out["uplink_util"] = {f"leaf{l}->spine{u}": cn.delta(n, i0, i1) / clocks for (l, u), n in up.items()}
+    delivered = _sum(cn, rx_bytes, i0, i1)
+    classes = {
+        "host_links": (len(host), _sum(cn, host, i0, i1), delivered),
+        "uplinks": (len(up), _sum(cn, up.values(), i0, i1), delivered),
+        "downlinks": (len(dn), _sum(cn, dn.values(), i0, i1), delivered),
+    }
+    out["overhead_limit"], out["limit_by_links"] = measured_limit(classes, N, W)
+    ctl = [f"spine{u}.stat_ctl_out_{l}" for u in range(S) for l in range(L)]
+    ctl_frames = _sum(cn, [c for c in ctl if cn.has(c)], i0, i1)
+    ctl_beats = ctl_frames * -(-60 // W)
+    busy = classes["downlinks"][1]
+    out["control_share"] = ctl_beats / busy if busy else 0.0
+    # -- drops over the whole run
+    last = len(cn.cycles) - 1
+    drops = {}
+    for name in (
+        cn.match(r"(leaf|spine)\d+\..*drop.*")
+        + cn.match(r"leaf\d+\..*stat_lost")  # reorder: containers skipped as lost
+        + cn.match(r"(fab|host)_(up|dn)[\d_]+\.stat_frames_lost")
+    ):
+        v = cn.at(name, last)
+        if v:
+            drops[name] = v
+    out["drops"] = sum(drops.values())
+    out["drops_by_counter"] = drops
+    # A receiver that was not ready when a link delivered a beat broke the link contract:
+    # that beat is gone. Counted apart (beats, not frames); must stay 0.
+    refused = {
+        n: cn.at(n, last) for n in cn.match(r"(fab|host)_(up|dn)[\d_]+\.stat_refused") if cn.at(n, last)
+    }
+    out["refused_beats"] = sum(refused.values())
+    out["drops_by_counter"].update(refused)
+    spoiled = sum(cn.at(n, last) for n in cn.match(r"loss_(up|dn)[\d_]+\.stat_spoiled"))
+    out["control_frames_spoiled"] = spoiled
+    for key in ("lost", "reordered", "corrupt", "duplicate", "foreign", "bad"):
+        role = roles.get(f"chk_{key}")
+        names = [f"chk{n}.{role}" for n in range(N)] if role else []
+        out[key] = sum(cn.at(n, last) for n in names if cn.has(n)) if names else None
+    # -- latency
+    # the checkers' histograms, merged (whole run: warm-up included)
+    width = roles.get("chk_hist_bin", 1)
+    if histogram and sum(histogram):
+        out["p50_latency_cycles"] = percentile_from_histogram(histogram, width, 0.5)
+        out["p99_latency_cycles"] = percentile_from_histogram(histogram, width, 0.99)
+        out["latency_overflow"] = histogram[-1]
+    else:
+        out["p50_latency_cycles"] = out["p99_latency_cycles"] = out["latency_overflow"] = None
+    # -- pause, occupancy
+    paused = roles.get("gen_paused")
+    if paused and cn.has(f"gen0.{paused}"):
+        out["pause_fraction"] = [cn.delta(f"gen{n}.{paused}", i0, i1) / clocks for n in range(N)]
+    else:
+        out["pause_fraction"] = None
+    for key, rx in (("peak_voq", roles.get("leaf_voq")), ("peak_reorder", roles.get("leaf_reorder"))):
+        names = cn.match(rx) if rx else []
+        out[key] = max((max(cn.col(n, unwrap=False)) for n in names), default=None)
+    out["stable"] = abs(out["halves"][0] - out["halves"][1])
+    return out
+
+
+def mean(values):
+    vals = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return sum(vals) / len(vals) if vals else None
