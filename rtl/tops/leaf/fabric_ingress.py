@@ -1,6 +1,6 @@
 """FabricIngress: one uplink's receive side, frames from the spine sorted by type."""
 
-from amaranth.hdl import Module, Mux
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -26,8 +26,9 @@ class FabricIngress(wiring.Component):
     * ``s_axis`` (in, always ready), ``pause`` (out): the link from the spine.
     * ``node_base`` (in, 16): this leaf's first node. A DATA frame whose
       ``dst_node - node_base`` is below H goes to ``m_data[dst_node - node_base]``;
-      REQUEST and GRANT frames to ``m_ctl``; a PROBE pulses ``probe_rx`` (one clock)
-      and is consumed. Everything else (DATA for another leaf, non-GSE frames) is
+      REQUEST and GRANT frames to ``m_ctl``; a PROBE pulses ``probe_rx`` (one clock) as
+      it arrives, before the store (see ``_snoop_probes``), and is consumed after the
+      parser. Everything else (DATA for another leaf, non-GSE frames) is
       dropped whole and counted in ``stat_drop_unrouted``.
     * Counters: ``stat_probes``, ``stat_drop_unrouted``, the store's ``store_stat_*``
       and the parser's ``parser_stat_*``.
@@ -45,7 +46,7 @@ class FabricIngress(wiring.Component):
         xon_bytes=2816,
         ethertype=GSE_ETHERTYPE,
     ):
-        self.hosts = hosts
+        self.hosts, self.ethertype = hosts, ethertype
         self.store = PauseFIFO(data_width, store_bytes, xoff_bytes, xon_bytes)
         self.parser = GSEParser(data_width, strip=0, ethertype=ethertype)
         sig = AXIStreamSignature(data_width)
@@ -85,6 +86,7 @@ class FabricIngress(wiring.Component):
             H + 2, self.store.data_width, sel_layout=ParsedHeaderLayout, route=route
         )
         wiring.connect(m, wiring.flipped(self.s_axis), store.s_axis)
+        self._snoop_probes(m)
         m.d.comb += self.pause.eq(store.pause)
         wiring.connect(m, store.m_axis, parser.s_axis)
         wiring.connect(m, parser.m_axis, demux.s_axis)
@@ -92,12 +94,41 @@ class FabricIngress(wiring.Component):
         for h in range(H):
             wiring.connect(m, demux.m_axis[h], wiring.flipped(self.m_data[h]))
         wiring.connect(m, demux.m_axis[H], wiring.flipped(self.m_ctl))
-        probe = demux.m_axis[H + 1]
-        m.d.comb += probe.ready.eq(1)
-        pulse = probe.valid & probe.payload.last
-        m.d.comb += [self.probe_rx.eq(pulse), self.stat_drop_unrouted.eq(demux.stat_drop_unrouted)]
-        with m.If(pulse):
-            m.d.sync += self.stat_probes.eq(self.stat_probes + 1)
+        m.d.comb += [demux.m_axis[H + 1].ready.eq(1), self.stat_drop_unrouted.eq(demux.stat_drop_unrouted)]
         forward_stats(m, self, "store", store)
         forward_stats(m, self, "parser", parser)
         return m
+
+    def _snoop_probes(self, m):
+        """``probe_rx``: a pulse at the last beat of each good frame on ``s_axis`` with the
+        GSE EtherType, ``ver`` 1 and ``type`` PROBE (frame bytes 12..14), seen as it
+        arrives (before the store), so that a link whose frames wait behind a paused or
+        busy output still counts as alive. The PROBE itself goes on through the store and
+        is consumed after the parser."""
+        s, bpb = self.s_axis, self.store.data_width // 8
+        want = {12: self.ethertype >> 8, 13: self.ethertype & 0xFF, 14: 0x10 | GSEType.PROBE.value}
+        last_beat = 14 // bpb
+        beat = Signal(range(last_beat + 2), name="snoop_beat")
+        ok = Signal(init=1, name="snoop_ok")  # every byte checked so far matched
+        hit = Signal(name="snoop_hit")  # and those of this beat
+        conds = {}
+        for k, value in want.items():
+            conds.setdefault(k // bpb, []).append(s.payload.data.word_select(k % bpb, 8) == value)
+        m.d.comb += hit.eq(ok)
+        for b, goods in conds.items():
+            all_good = goods[0]
+            for g in goods[1:]:
+                all_good = all_good & g
+            with m.If(beat == b):
+                m.d.comb += hit.eq(ok & all_good)
+        with m.If(s.valid):
+            with m.If(s.payload.last):
+                m.d.sync += [beat.eq(0), ok.eq(1)]
+            with m.Else():
+                m.d.sync += ok.eq(hit)
+                with m.If(beat <= last_beat):
+                    m.d.sync += beat.eq(beat + 1)
+        pulse = s.valid & s.payload.last & ~s.payload.user[0] & (beat >= last_beat) & hit
+        m.d.comb += self.probe_rx.eq(pulse)
+        with m.If(pulse):
+            m.d.sync += self.stat_probes.eq(self.stat_probes + 1)

@@ -40,7 +40,8 @@ class UplinkTx(wiring.Component):
     each back down the same link and a PROBE received on uplink u proves both
     directions through spine u; in a loopback they return as they are) with strict
     priority over a round-robin of ``s_host[0..H-1]`` (each host pipeline's frames for
-    this uplink), whole frames, through a :class:`~opengse.rtl.lib.pause_gate.PauseGate` on ``pause_in``.
+    this uplink), whole frames; the data (not the PROBEs) pass a
+    :class:`~opengse.rtl.lib.pause_gate.PauseGate` on ``pause_in`` first.
 
     Parameters: ``data_width``, ``hosts`` H (1..15), ``queue_bytes`` (0: none; else a
     store-and-forward :class:`~opengse.rtl.tops.packet_buffer.PacketBuffer` of that many
@@ -49,7 +50,7 @@ class UplinkTx(wiring.Component):
 
     Interface: ``s_probe``, ``s_host[h]`` (in, AXI-Stream), ``m_axis`` (out, the link;
     its ``tready`` is honoured, a fabric link holds it at 1), ``pause_in`` (in: the far
-    end's pause; no new frame starts while it is 1), counters
+    end's pause; no new data frame starts while it is 1; PROBEs still go), counters
     ``stat_frames`` (frames sent), ``stat_probes``, ``stat_pause_cycles``,
     ``stat_held_cycles``.
 
@@ -96,10 +97,12 @@ class UplinkTx(wiring.Component):
             m.submodules.queue = queue = self.queue
             wiring.connect(m, data, queue.s_axis)
             data = queue.m_axis
-        wiring.connect(m, data, prio.s_axis[1])
+        # pause holds the data frames only: PROBEs (60 bytes per interval) still go, as
+        # a link's keep-alives do under PFC, so a paused link is not taken for a dead one
+        wiring.connect(m, data, gate.s_axis)
+        wiring.connect(m, gate.m_axis, prio.s_axis[1])
         wiring.connect(m, prio.m_axis, skid.s)
-        wiring.connect(m, skid.m, gate.s_axis)
-        wiring.connect(m, gate.m_axis, wiring.flipped(self.m_axis))
+        wiring.connect(m, skid.m, wiring.flipped(self.m_axis))
         m.d.comb += [
             gate.pause.eq(self.pause_in),
             self.stat_probes.eq(prio.stat_packets[0]),
