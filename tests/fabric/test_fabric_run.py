@@ -5,6 +5,11 @@ Each mode is built once (cached under build/fabric) and each run is a few tens o
 thousands of clocks: minutes at most. The figures a short run can promise are lower
 than the benchmark's targets (warm-up and window are short); the thresholds below say
 what each run must show.
+
+All three are marked slow (``make test-slow``): a fabric build takes 10-20 minutes on a
+2-core machine, too long for the default regression, and the two GSE runs fail today
+(the GSE-mode stall of issue 14). The default regression exercises the same runner and
+C++ main through tests/fabric/test_direct.py and test_harness.py.
 """
 
 import pytest
@@ -22,6 +27,7 @@ def _run(lb, tmp_path, **kw):
     return run_once(model, SHAPE, lb, RunConfig(**{**RUN, **kw}), tmp_path / lb, timeout=900)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_gse_inter_leaf_permutation(tmp_path):
     r = _run("gse", tmp_path)
@@ -35,6 +41,7 @@ def test_gse_inter_leaf_permutation(tmp_path):
     assert r["p99_latency_cycles"] is not None and r["p99_latency_cycles"] > 2 * SHAPE.delay
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_ecmp_is_lossless_and_in_order(tmp_path):
     r = _run("ecmp", tmp_path)
@@ -46,6 +53,7 @@ def test_ecmp_is_lossless_and_in_order(tmp_path):
     assert r["control_share"] < 0.02  # no REQUEST/GRANT in ECMP mode (PROBEs only)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_gse_uplink_failure_loses_only_frames_in_flight(tmp_path):
     r = _run("gse", tmp_path, fail_uplinks=[FailUplink(0, 1, 30_000)])
