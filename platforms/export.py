@@ -73,6 +73,14 @@ def _leaves(prefix, shape, value):
         yield prefix, value
 
 
+def _put(out, name, value, direction):
+    # Two members can flatten to one name (a stream payload field called ``valid`` is
+    # ``<port>_valid``, like the handshake): refuse, instead of silently losing one.
+    if name in out:
+        raise ValueError(f"two ports would be named {name!r}: rename one of the members or fields")
+    out[name] = (value, direction)
+
+
 def _walk(prefix, signature, obj, flipped, out, interfaces):
     for name, member in signature.members.items():
         full = f"{prefix}_{name}" if prefix else name
@@ -95,7 +103,7 @@ def _walk(prefix, signature, obj, flipped, out, interfaces):
             else:
                 direction = PortDirection.Input if is_in else PortDirection.Output
                 for leaf_name, value in _leaves(item_name, member.shape, item):
-                    out[leaf_name] = (value, direction)
+                    _put(out, leaf_name, value, direction)
 
 
 def _stream(name, sig, intf, flipped, out, interfaces):
@@ -111,13 +119,13 @@ def _stream(name, sig, intf, flipped, out, interfaces):
         for field_name, _field in shape:
             ports[f"t{field_name}"] = f"{name}_t{field_name}"
             v = intf.payload[field_name]
-            out[f"{name}_t{field_name}"] = (v.as_value() if isinstance(v, ValueCastable) else v, fwd)
+            _put(out, f"{name}_t{field_name}", v.as_value() if isinstance(v, ValueCastable) else v, fwd)
     else:
         for leaf_name, value in _leaves(name, shape, intf.payload):
             ports[leaf_name[len(name) + 1 :]] = leaf_name
-            out[leaf_name] = (value, fwd)
-    out[f"{name}_{t}valid"] = (intf.valid, fwd)
-    out[f"{name}_{t}ready"] = (intf.ready, bwd)
+            _put(out, leaf_name, value, fwd)
+    _put(out, f"{name}_{t}valid", intf.valid, fwd)
+    _put(out, f"{name}_{t}ready", intf.ready, bwd)
     ports[f"{t}valid"] = f"{name}_{t}valid"
     ports[f"{t}ready"] = f"{name}_{t}ready"
     interfaces.append(
