@@ -317,7 +317,11 @@ async def leaf_loopback(dut):
             assert await stat(f"h{p}_out", "ro", "lost") == 0
             for c in ("dup", "window", "orphan", "bad", "runt", "other"):
                 assert await stat(f"h{p}_out", "ro", f"drop_{c}") == 0, f"host {p} reorder drop {c}"
-            assert await stat(f"h{p}_out", "arb", "grants") > 0, f"host {p}: no grant"
+            grants = await stat(f"h{p}_out", "arb", "grants")
+            if bench.expect[p]:  # the plan's random destinations may leave a host unused
+                assert grants > 0, f"host {p}: no grant"
+            else:
+                assert grants == 0, f"host {p}: {grants} grants, but no frame was sent to it"
     for u in range(4):
         assert await stat(f"u{u}_rx", None, "drop_unrouted") == 0, f"uplink {u} unrouted"
         assert await stat(f"u{u}_rx", "store", "drop_overflow") == 0

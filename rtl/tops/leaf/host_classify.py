@@ -171,10 +171,18 @@ class HostClassify(wiring.Component):
                 p.tc.eq(self.tc),
                 p.tenant.eq(self.tenant),
                 p.bytes.eq(d.payload.len + GSE_HEADER_BYTES),
-                self.m_pkt.valid.eq(d.valid & ~drop & ~pkt_done),
+                # offered only once the frame may start: the manager holds its event
+                # engine until the VOQ takes this packet's metadata, which it does with
+                # the packet's data; a descriptor sent while start_ok holds the data
+                # back would leave the engine unable to take the GRANTs that free the
+                # VOQ (and the GRANT waiting for it blocks the leaf's control decoder)
+                self.m_pkt.valid.eq(d.valid & ~drop & ~pkt_done & (in_frame | self.start_ok)),
             ]
             pkt_now = pkt_done | self.m_pkt.ready
-        may_beat = d.valid & ~beats_done & (in_frame | self.start_ok | drop)
+        # a frame whose descriptor the manager has taken is committed: it goes on even if
+        # start_ok falls meanwhile (the VOQ margin covers it, as for a frame under way)
+        committed = in_frame | (pkt_done if self.with_pkt else 0)
+        may_beat = d.valid & ~beats_done & (committed | self.start_ok | drop)
         m.d.comb += [
             o.payload.eq(f.payload),
             o.valid.eq(f.valid & may_beat & ~drop),
