@@ -3,8 +3,9 @@
 What a :class:`~opengse.rtl.tb.traffic_gen.TrafficGenerator` with a given configuration
 sends: the sequence of (flow, destination, seq, size) it picks, and every byte of each
 frame, built with scapy (Ethernet II / IPv4 / UDP to port 4791, RoCEv2's) from the
-frame format below. The send timestamp is the one field the model cannot know (it is
-the clock the frame went out), so :func:`frame_bytes` takes it as an argument and
+frame format below (the gateware's contract, from rtl/tb/traffic_gen.py's docstring,
+re-implemented here without importing the RTL). The send timestamp is the one field
+the model cannot know (it is the clock the frame went out), so :func:`frame_bytes` takes it as an argument and
 :func:`parse_frame` reads it back.
 
 Frame format (spec section 4; every multi-byte field big-endian):

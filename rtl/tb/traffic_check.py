@@ -1,8 +1,8 @@
 """TrafficChecker: synthesizable sink that checks the frames of TrafficGenerators.
 
-It receives what arrives at one host port and counts, per the frame format of
-:mod:`opengse.sim.traffic_model`: frames and bytes, loss, reordering and duplicates
-within each flow (a sequence number per flow), corruption (the payload's check and
+It receives what arrives at one host port and counts, per the frame format in the
+docstring of :mod:`~opengse.rtl.tb.traffic_gen`: frames and bytes, loss, reordering and
+duplicates within each flow (a sequence number per flow), corruption (the payload's check and
 filler), frames not meant for it, bytes per tenant, and latency (sum, maximum and a
 histogram).
 """

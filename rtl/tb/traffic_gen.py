@@ -1,8 +1,29 @@
 """TrafficGenerator: synthesizable source of RoCEv2-like test frames for one host port.
 
-Frame format, size choice, flow choice and UDP source ports are defined by the
-reference model :mod:`opengse.sim.traffic_model` (its module docstring has the byte
-map); this block produces exactly those frames, at up to one beat per clock.
+It sends, at up to one beat per clock, frames of this format (fabric spec section 4;
+multi-byte fields big-endian). The gateware defines it; the reference model in the
+benches re-implements it independently and is checked against this block.
+
+=========  =======================================================================
+bytes      field
+=========  =======================================================================
+0-5        DA ``02:00:00:00:00:<dst>``
+6-11       SA ``02:00:00:00:00:<src>``
+12-13      EtherType 0x0800
+14-33      IPv4: version 4, IHL 5, TOS ``tc << 5``, total length, id 0, DF, TTL 64,
+           protocol 17, header checksum, ``10.0.0.<src>`` -> ``10.0.0.<dst>``
+34-41      UDP: source port (per flow, from the seed), destination port 4791,
+           length, checksum 0 (none)
+42-43      source host id
+44-45      flow id
+46-49      per-flow sequence number
+50-53      send timestamp (clocks since reset)
+54-55      ``tc << 13 | tenant``
+56-57      destination host id
+58-59      check: XOR of the 16-bit words of bytes 42..57 and of the frame length,
+           XOR 0xA55A
+60-        filler: byte ``i`` is ``(i + seq) mod 256``
+=========  =======================================================================
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed

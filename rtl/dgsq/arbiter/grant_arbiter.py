@@ -143,7 +143,7 @@ class GrantArbiter(wiring.Component):
         self.arrivals = ArrivalAccumulator()
         self.engine = Engine(n)
         self.engine_lane = EngineLane(n, G, K, cw, slot_l)
-        # Visible to the formal checks (tests/dgsq/test_dgsq_formal.py).
+        # Visible to the formal checks (the arbiter property of gse formal).
         self.valid = self.flags.valid
         self.outst = self.credit.outst  # counted (one clock behind)
         self.outst_now = self.credit.outst_now  # incl. last clock's grant
