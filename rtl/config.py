@@ -38,6 +38,10 @@ class GSEConfig:
     container_bytes: int = CONTAINER_BYTES
     credit_unit: int = CREDIT_UNIT_BYTES
     reorder_window: int = 8
+    # containers in flight per requester (the grant arbiter's max_inflight): covers the
+    # grant-to-arrival round trip of a fabric, about 1900 clocks for 1500 B frames at
+    # 100-clock links (docs/leaf.md); 2 caps a single requester near 0.52
+    max_inflight: int = 6
     ethertype: int = GSE_ETHERTYPE
 
     def __post_init__(self):
@@ -54,6 +58,11 @@ class GSEConfig:
                 raise ValueError(f"GSEConfig.{name} must be a power of two, not {getattr(self, name)!r}")
         if not 1 <= self.host_ports <= 16 or not 2 <= self.uplinks <= 16:
             raise ValueError("GSEConfig: host_ports must be 1..16 and uplinks 2..16")
+        if not 1 <= self.max_inflight <= self.reorder_window:
+            raise ValueError(
+                "GSEConfig.max_inflight must be 1..reorder_window (a reorder window holds "
+                f"the containers in flight of one source), not {self.max_inflight!r}"
+            )
         if self.container_bytes % self.credit_unit:
             raise ValueError("GSEConfig.container_bytes must be a multiple of credit_unit")
         if not 16 <= self.credit_bits <= 32:
@@ -107,6 +116,7 @@ class GSEConfig:
         return {
             "buffer_credits": self.egress_buffer_bytes // self.credit_unit,
             "grant_credits": self.container_bytes // self.credit_unit,
+            "max_inflight": self.max_inflight,
             "n_tenants": self.tenants,
         }
 

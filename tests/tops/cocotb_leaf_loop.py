@@ -4,7 +4,7 @@ uplinks loop back to its own fabric ports.
 Host p sends scapy-built Ethernet II / IPv4 / UDP (RoCEv2 port) frames to host q of
 the same leaf, so every frame takes the whole GSE path: store, destination lookup,
 tagger, DGSQ manager, VOQ, REQUEST out and back, GRANT out and back, container
-sprayed over the four uplinks, reorder buffer, untag, egress FIFO. Several flows per
+sprayed over the uplinks, reorder buffer, untag, egress FIFO. Several flows per
 source, random sizes, random idle on the sources (which also obey ``host_pause``),
 random back-pressure on the sinks. Frames to a MAC the table does not hold, frames
 that already carry the GSE EtherType and runts (10 bytes) are sent too and must be
@@ -34,7 +34,8 @@ from opengse.firmware.regs import AsyncRegisters, RegisterError
 from opengse.sim.cocotb_util import random_pause, reset_dut, wait_until
 from opengse.sim.runner import test_params
 
-H = 4
+H = test_params().get("hosts", 4)
+U = test_params().get("uplinks", 4)
 SEED = int(os.environ.get("LEAF_LOOP_SEED", "0") or 0)
 
 
@@ -80,34 +81,6 @@ class AxilBus:
             raise RegisterError(f"write {addr:#x}: {resp.resp.name}")
 
 
-class PortConfig:
-    """Configuration and counters through the leaf's ports (``config_ports`` = 1)."""
-
-    def __init__(self, dut):
-        self.dut = dut
-        self.cfg = PortConfig(dut) if self.p.get("config_ports", 1) else RegConfig(dut, self.rng)
-        self.gse = self.p.get("lb", 0) == 0
-
-    async def setup(self, node_base, tcs, tenants, entries):
-        d = self.dut
-        d.node_base.value = node_base
-        d.ecmp_seed.value = 0x1234_5678
-        for p, (tc, tenant) in enumerate(zip(tcs, tenants)):
-            getattr(d, f"host_tc_{p}").value = tc
-            getattr(d, f"host_tenant_{p}").value = tenant
-        for index, (mac, node, port) in enumerate(entries):
-            self.dest.send(
-                {"index": index, "valid": 1, "mac": mac_value(mac), "dst_node": node, "port": port}
-            )
-        await self.dest.wait()
-
-    async def stat(self, part, sub, name, index=None):
-        port = f"{part}_{sub}_stat_{name}" if sub else f"{part}_stat_{name}"
-        if index is not None:
-            port += f"_{index}"
-        return int(getattr(self.dut, port).value)
-
-
 class RegConfig:
     """Configuration and counters over AXI4-Lite (cocotbext-axi AxiLiteMaster with
     random pauses on all five channels, the project's register driver)."""
@@ -149,7 +122,7 @@ class RegConfig:
             got = [await r.read(f"leaf.dest_rd_{f}") for f in ("mac", "node", "port", "valid")]
             assert got == [mac_value(mac), node, port, 1], f"dest entry {index}: read back {got}"
         assert await r.read("leaf.node_base") == node_base
-        assert await r.read("leaf.host_tenant", 3) == tenants[3]
+        assert await r.read("leaf.host_tenant", len(tenants) - 1) == tenants[-1]
         try:
             await r.write("leaf.healthy", 1)
         except RegisterError:
@@ -174,7 +147,7 @@ class LeafBench:
             AxiStreamSink(AxiStreamBus.from_prefix(dut, f"m_axis_host_{p}"), dut.clk, dut.rst)
             for p in range(H)
         ]
-        self.cfg = PortConfig(dut) if self.p.get("config_ports", 1) else RegConfig(dut, self.rng)
+        self.cfg = RegConfig(dut, self.rng)
         self.gse = self.p.get("lb", 0) == 0
         self.got = [[] for _ in range(H)]
         self.expect = [dict() for _ in range(H)]  # per sink: (src, flow) -> [frames in order]
@@ -185,7 +158,7 @@ class LeafBench:
 
     async def start(self, sink_pause=0.2):
         d = self.dut
-        d.link_up.value = (1 << 4) - 1
+        d.link_up.value = (1 << U) - 1
         for p in range(H):
             getattr(d, f"host_pause_in_{p}").value = 0
         await reset_dut(d)
@@ -195,7 +168,7 @@ class LeafBench:
         for q in range(H):
             self.sinks[q].set_pause_generator(random_pause(random.Random(self.rng.random()), sink_pause))
             cocotb.start_soon(self._collect(q))
-        await wait_until(d.clk, lambda: int(d.healthy.value) == 0xF, "all four uplinks healthy", 20000)
+        await wait_until(d.clk, lambda: int(d.healthy.value) == (1 << U) - 1, f"all {U} uplinks healthy", 20000)
 
     async def _collect(self, q):
         while True:
@@ -322,15 +295,15 @@ async def leaf_loopback(dut):
                 assert grants > 0, f"host {p}: no grant"
             else:
                 assert grants == 0, f"host {p}: {grants} grants, but no frame was sent to it"
-    for u in range(4):
+    for u in range(U):
         assert await stat(f"u{u}_rx", None, "drop_unrouted") == 0, f"uplink {u} unrouted"
         assert await stat(f"u{u}_rx", "store", "drop_overflow") == 0
         assert await stat(f"u{u}_rx", None, "probes") > 0
     if bench.gse:
-        used = [await stat(f"h{p}_in", "sp", "containers", u) for p in range(H) for u in range(4)]
+        used = [await stat(f"h{p}_in", "sp", "containers", u) for p in range(H) for u in range(U)]
         assert sum(1 for c in used if c) > H, f"containers per (host, uplink) {used}: not sprayed"
         assert await stat("ctl", None, "requests") > 0 and await stat("ctl", None, "grants") > 0
     else:
-        used = [await stat(f"h{p}_in", "sel", "frames", u) for p in range(H) for u in range(4)]
+        used = [await stat(f"h{p}_in", "sel", "frames", u) for p in range(H) for u in range(U)]
         assert sum(used) == bench.sent, f"selector frames {used} != {bench.sent}"
         assert sum(1 for c in used if c) > 1, f"frames per (host, uplink) {used}: every flow on one uplink"

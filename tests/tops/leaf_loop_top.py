@@ -68,18 +68,19 @@ class LeafLoopTop(wiring.Component):
         return m
 
 
-def _build(delay=8, nodes=4, lb=0, config_ports=0, **kw):
+def _build(delay=8, nodes=4, lb=0, hosts=4, uplinks=4, **kw):
     cfg = GSEConfig(
-        host_ports=4,
-        uplinks=4,
+        host_ports=hosts,
+        uplinks=uplinks,
         nodes=nodes,
         queues=16,
         voq_buffer_bytes=16384,
         egress_buffer_bytes=8192,
         reorder_window=4,
+        max_inflight=4,
         container_bytes=2048,
     )
-    leaf = GSELeaf(cfg, lb=("gse", "ecmp")[lb], delay=delay, config_ports=bool(config_ports), **kw)
+    leaf = GSELeaf(cfg, lb=("gse", "ecmp")[lb], delay=delay, **kw)
     return LeafLoopTop(leaf, delay)
 
 
@@ -89,7 +90,8 @@ SPEC = BlockSpec(
     factory=_build,
     params={
         "lb": 0,
-        "config_ports": 0,
+        "hosts": 4,
+        "uplinks": 4,
         "delay": 8,
         "nodes": 4,
         "host_store_bytes": 8192,
@@ -103,5 +105,5 @@ SPEC = BlockSpec(
         "lease_cycles": 4096,
         "n_req": 16,
     },
-    description="test-only: a 4 x 4 GSE leaf whose uplinks loop back to its fabric ports through delay lines",
+    description="test-only: a GSE leaf (default 4 x 4) whose uplinks loop back to its fabric ports through delay lines",
 )

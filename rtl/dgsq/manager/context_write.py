@@ -35,8 +35,9 @@ class ContextWrite(wiring.Component):
     fields; meaningful while valid).
     """
 
-    def __init__(self, n_ctx, refresh_ticks, idle_ticks, ttl, tenant_bits):
+    def __init__(self, n_ctx, refresh_ticks, idle_ticks, ttl, tenant_bits, low_water=None, container_units=64):
         self.n_ctx = n_ctx
+        self.low_water, self.container_units = low_water, container_units
         self.tenant_bits = tenant_bits
         self.refresh_ticks = refresh_ticks
         self.idle_ticks = idle_ticks
@@ -64,6 +65,14 @@ class ContextWrite(wiring.Component):
         }
         members.update({f"fx_{k}": Out(1) for k in EFFECTS})
         super().__init__(members)
+
+    def _view_ran_low(self, u):
+        """GRANT: the view it leaves is below the low water and the backlog (``u``
+        units) exceeds it by a container, so the REQUEST the packets' rule held back
+        is due (lean REQUESTs, ``low_water`` set)."""
+        c, res = self.c, self.res
+        v_after = Mux(res.g_vdiff[16], 0, res.g_vdiff[:16])
+        return (v_after < self.low_water) & c.nz & (u >= v_after + self.container_units)
 
     def elaborate(self, platform):
         m = Module()
@@ -102,7 +111,11 @@ class ContextWrite(wiring.Component):
                 ]
                 # units(backlog) >= view + container  <=>  backlog > (view + CU - 1) * 64
                 p_thr = res.p_thr
-                grow = ~c.nz | (~p_thr[16] & (p_thr[:16] != 0xFFFF) & (res.p_nb > Cat(C(0, 6), p_thr)))
+                grow_by = ~p_thr[16] & (p_thr[:16] != 0xFFFF) & (res.p_nb > Cat(C(0, 6), p_thr))
+                if self.low_water is not None:
+                    # lean REQUESTs: only while the arbiter's view is below the low water
+                    grow_by &= c.view < self.low_water
+                grow = ~c.nz | grow_by
                 m.d.comb += set_pend.eq(grow | fresh)
                 with m.If(fresh):
                     # A new key: what was read is a former context's; start from zero.
@@ -140,6 +153,9 @@ class ContextWrite(wiring.Component):
                         nxt.bal_pg.eq(Mux(unused, 0, res.g_credit)),
                         nxt.pg.eq(0),
                     ]
+                if self.low_water is not None:
+                    with m.If(g_ok & self._view_ran_low(u)):
+                        m.d.comb += set_pend.eq(1)
                 with m.If(g_ok):
                     m.d.comb += [
                         write.eq(1),

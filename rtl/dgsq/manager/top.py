@@ -77,7 +77,13 @@ class DGSQManager(wiring.Component):
     Parameters: ``n_ctx`` (pool size), ``refresh_cycles``, ``idle_cycles``,
     ``container_bytes``, ``ttl`` (of REQUESTs), ``tick_shift`` (coarse time = clock
     count >> tick_shift), ``n_tenants`` (the VOQ buffer's tenant classes: a power of two
-    >= 2).
+    >= 2), ``request_low_water`` (bytes; None: a REQUEST whenever the backlog exceeds
+    the arbiter's view by a container. Set: such a REQUEST only while the view is below
+    the low water, and one more when a GRANT takes the view below it with the backlog a
+    container above; at saturation that is one REQUEST per (backlog - low water) of
+    grants instead of one per container. It must exceed the credit the arbiter can
+    grant in a REQUEST's flight plus its containers in flight: the leaf uses
+    ``(max_inflight + 3)`` containers).
 
     Timing: one event engine handles release reports, GRANTs, packets, REQUESTs and a
     timer sweep, one at a time in 3 clocks each: ACCEPT (pick the event from
@@ -104,6 +110,7 @@ class DGSQManager(wiring.Component):
         ttl=64,
         tick_shift=6,
         n_tenants=16,
+        request_low_water=None,
     ):
         if n_ctx < 2:
             raise ValueError("n_ctx must be at least 2")
@@ -119,6 +126,10 @@ class DGSQManager(wiring.Component):
         if self.refresh_ticks >= 2**15 or self.idle_ticks >= 2**15:
             raise ValueError("refresh/idle time too long for the 16-bit coarse clock")
         self.container_units = container_bytes // CREDIT_UNIT_BYTES
+        if request_low_water is not None and not 0 < request_low_water < (1 << 16) * CREDIT_UNIT_BYTES:
+            raise ValueError("request_low_water must be None or 1 .. 4 MiB (bytes)")
+        self.request_low_water = request_low_water
+        self._low_units = None if request_low_water is None else -(-request_low_water // CREDIT_UNIT_BYTES)
         self.ttl = ttl
         self.qid_bits = max(1, (n_ctx - 1).bit_length())
         super().__init__(
@@ -155,7 +166,13 @@ class DGSQManager(wiring.Component):
         m.submodules.engine = eng = EventEngine(n)
         m.submodules.calc = calc = ContextCalc(n, self.container_units)
         m.submodules.write = wr = ContextWrite(
-            n, self.refresh_ticks, self.idle_ticks, self.ttl, self.tenant_bits
+            n,
+            self.refresh_ticks,
+            self.idle_ticks,
+            self.ttl,
+            self.tenant_bits,
+            low_water=self._low_units,
+            container_units=self.container_units,
         )
         m.submodules.counters = cnt = ManagerCounters()
 

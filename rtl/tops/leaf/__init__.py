@@ -306,6 +306,7 @@ def _leaf(lb=0, **params):
         "voq_buffer_bytes",
         "egress_buffer_bytes",
         "reorder_window",
+        "max_inflight",
         "container_bytes",
     }
     cfg = GSEConfig(**{k: v for k, v in params.items() if k in cfg_keys})
@@ -328,6 +329,7 @@ LEAF_PARAMS = {
     "voq_buffer_bytes": 16384,
     "egress_buffer_bytes": 8192,
     "reorder_window": 2,
+    "max_inflight": 2,
     "container_bytes": 2048,
     "delay": 16,
     "host_store_bytes": 4096,

@@ -103,7 +103,14 @@ class HostIngress(wiring.Component):
                 members.update(stat_members(prefix, part))
             super().__init__(members)
             return
-        self.mgr = DGSQManager(**cfg.manager_params(), refresh_cycles=refresh_cycles, idle_cycles=idle_cycles)
+        # lean REQUESTs (docs/leaf.md): at saturation about one per (backlog - low water)
+        # of grants, not one per container
+        self.mgr = DGSQManager(
+            **cfg.manager_params(),
+            refresh_cycles=refresh_cycles,
+            idle_cycles=idle_cycles,
+            request_low_water=(cfg.max_inflight + 3) * cfg.container_bytes,
+        )
         cells = cfg.voq_cells
         voq = cfg.voq_params()
         # Limits at the whole buffer and the widest dynamic threshold: the gate below,
