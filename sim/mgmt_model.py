@@ -1,7 +1,9 @@
 """A plain-Python model of what a register bank answers a management record
 (docs/register-map.md, The bank): the reference for the management benches.
 
-It keeps the RW registers' values (from their reset values) and predicts, per 32-bit
+It keeps the RW registers' values, the staged low words of wide RW registers and the
+snapshot of a wide register's high words taken when its low word is read (what a read
+of a high word returns), (from their reset values) and predicts, per 32-bit
 access, the AXI4-Lite response and, where the value is known, the data read: ``None``
 for an RO register the hardware drives (counters, status), which the bench checks by
 other means.
@@ -24,6 +26,7 @@ class BankModel:
                 for i in range(reg.count):
                     self.values[regmap.address(blk, reg, i)] = reg.reset
         self.staged = {}
+        self.snapshots = {}
 
     def _word(self, addr):
         if addr >> self.addr_width:
@@ -37,9 +40,13 @@ class BankModel:
             return DECERR, 0
         blk, reg, i, w = hit
         base = self.map.address(blk, reg, i)
-        if base in self.values:
-            return OKAY, (self.values[base] >> (32 * w)) & 0xFFFF_FFFF
-        return OKAY, None
+        value = self.values.get(base)
+        if w == 0:
+            # reading the low word snapshots the high words; reading those returns it
+            self.snapshots[base] = None if value is None else value >> 32
+            return OKAY, None if value is None else value & 0xFFFF_FFFF
+        snap = self.snapshots.get(base, 0)
+        return OKAY, None if snap is None else (snap >> (32 * (w - 1))) & 0xFFFF_FFFF
 
     def write(self, addr, value):
         """The status; an accepted write updates the model."""

@@ -1,6 +1,6 @@
 """AXI4LiteMaster: one bus access at a time, from a command stream to an AXI4-Lite port."""
 
-from amaranth import Module, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -31,7 +31,7 @@ class AXI4LiteMaster(wiring.Component):
 
     Timing: the command is registered at its handshake; AW and W are raised together in
     the next clock and each drops at its own handshake; the response is registered from
-    the B (or R) handshake. A read of the register bank takes 6 clocks from ``s_cmd``
+    the B (or R) handshake; a write's response carries the data written. A read of the register bank takes 6 clocks from ``s_cmd``
     to ``m_rsp``.
     """
 
@@ -81,7 +81,8 @@ class AXI4LiteMaster(wiring.Component):
                     m.d.sync += [write.eq(cmd.payload.write), addr.eq(cmd.payload.addr[:aw])]
                     m.d.sync += wdata.eq(cmd.payload.data)
                     with m.If(cmd.payload.addr[aw:] != 0 if aw < 32 else 0):
-                        m.d.sync += [rsp.valid.eq(1), rsp.payload.resp.eq(STATUS_DECERR), rsp.payload.data.eq(0)]
+                        m.d.sync += [rsp.valid.eq(1), rsp.payload.resp.eq(STATUS_DECERR)]
+                        m.d.sync += rsp.payload.data.eq(Mux(cmd.payload.write, cmd.payload.data, 0))
                     with m.Elif(cmd.payload.write):
                         m.d.sync += [self.m_axil_awvalid.eq(1), self.m_axil_wvalid.eq(1)]
                         m.next = "WRITE"

@@ -212,7 +212,7 @@ class FrameResponder(wiring.Component):
                 with m.Else():
                     m.d.sync += self.stat_requests.eq(self.stat_requests + 1)
                     m.next = "EXEC"
-                m.d.sync += [pos.eq(0), rec_byte.eq(0), rec_num.eq(0), st["count"].eq(0)]
+                m.d.sync += [pos.eq(0), rec_byte.eq(0), rec_num.eq(0)]
                 m.d.sync += [bad_fmt.eq(0), bad_key.eq(0)]
 
     def _transmit(self, m, o, rp, st, k):

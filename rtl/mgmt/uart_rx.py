@@ -31,7 +31,8 @@ class UARTReceiver(wiring.Component):
     Timing: a start bit is a low level at the centre of the bit after a falling edge
     (a shorter glitch is ignored); each bit is sampled at its centre; the byte is
     offered in the clock after the centre of its stop bit, and the receiver waits for
-    the next falling edge from there.
+    the next falling edge from there (after a low stop bit, for the line to go high
+    first, so a break or a bad byte cannot start a false one).
     """
 
     def __init__(self, divisor):
@@ -71,11 +72,15 @@ class UARTReceiver(wiring.Component):
                         m.next = "STOP"
             with m.State("STOP"):
                 with m.If(timer == 0):
+                    m.next = "IDLE"
                     with m.If(~rx):
                         m.d.sync += self.stat_framing.eq(self.stat_framing + 1)
+                        m.next = "BREAK"
                     with m.Elif(o.valid & ~o.ready):
                         m.d.sync += self.stat_overrun.eq(self.stat_overrun + 1)
                     with m.Else():
                         m.d.sync += [o.valid.eq(1), o.payload.eq(shift)]
+            with m.State("BREAK"):  # after a low stop bit: wait for the line to go idle
+                with m.If(rx):
                     m.next = "IDLE"
         return m
