@@ -213,7 +213,7 @@ def cmd_watch(regs, args, out):
                 delta = (now[name] - last[name]) % (1 << _reg.width)
                 if delta:
                     lines.append(f"  {name:40} {delta / seconds:14.1f} /s  (total {now[name]})")
-            print(f"--- {seconds:.3f} s of board time: {len(lines)} counters moved", file=out)
+            print(f"--- {seconds:.6g} s of board time: {len(lines)} counters moved", file=out)
             for line in lines:
                 print(line, file=out)
             out.flush()

@@ -81,6 +81,11 @@ class Pumps:
             moved = True
         return moved
 
+    def close(self):
+        self.sock.close()
+        os.close(self.master)
+        os.close(self.slave)
+
     async def gsectl(self, *args, transport="sim", timeout=5):
         """Run gsectl to its end, pumping meanwhile; ``(returncode, stdout, stderr)``."""
         where = ["--sim", self.sock_path] if transport == "sim" else ["--uart", self.tty]
@@ -193,3 +198,4 @@ async def gsectl_end_to_end(dut):
         assert rc == 2 and "no answer to a management frame" in err and err.count("\n") == 1, (rc, err)
         after = (await p.gsectl("counters", "mgmt"))[1]
         assert counters(after)["mgmt.mgmt_bad_key"] == counters(before)["mgmt.mgmt_bad_key"] + 1, (before, after)
+        p.close()
