@@ -24,8 +24,9 @@ class BeatsToBytes(wiring.Component):
     :func:`byte_layout`): the bytes of each beat, byte 0 first.
 
     ``tkeep`` must be contiguous from byte 0 (what every block of the project emits):
-    the bytes up to the first clear ``tkeep`` bit are passed, and a beat with
-    ``tkeep`` 0 passes its byte 0. Throughput: one byte per clock; a beat is taken in
+    the bytes up to the first clear ``tkeep`` bit are passed. A beat with ``tkeep[0]``
+    clear (no byte at all) passes its byte 0 with ``user[0]`` (frame error) set, so
+    the packet it belongs to is dropped as bad. Throughput: one byte per clock; a beat is taken in
     the clock its last byte goes (so back-to-back beats flow without a gap)."""
 
     def __init__(self, data_width=64, user_width=1):
@@ -41,17 +42,18 @@ class BeatsToBytes(wiring.Component):
         m = Module()
         n = self.data_width // 8
         s, o = self.s_axis, self.m_bytes
-        beat = Signal.like(s.payload)
+        beat_data, beat_last, beat_user = Signal(self.data_width), Signal(), Signal(self.user_width)
+        keep_hi = Signal(n - 1)  # tkeep[n-1:1]
+        no_byte = Signal()  # tkeep[0] was 0
         full = Signal()
         idx = Signal(range(n))
-        keep_next = Cat(beat.keep[1:], Const(0, 1)).bit_select(idx, 1)
         end_of_beat = Signal()
-        m.d.comb += end_of_beat.eq((idx == n - 1) | ~keep_next)
+        m.d.comb += end_of_beat.eq(~Cat(keep_hi, Const(0, 1)).bit_select(idx, 1))
         m.d.comb += [
             o.valid.eq(full),
-            o.payload.data.eq(beat.data.word_select(idx, 8)),
-            o.payload.last.eq(beat.last & end_of_beat),
-            o.payload.user.eq(beat.user),
+            o.payload.data.eq(beat_data.word_select(idx, 8)),
+            o.payload.last.eq(beat_last & end_of_beat),
+            o.payload.user.eq(Cat(beat_user[0] | no_byte, beat_user[1:])),
             s.ready.eq(~full | (o.ready & end_of_beat)),
         ]
         with m.If(o.valid & o.ready):
@@ -59,7 +61,8 @@ class BeatsToBytes(wiring.Component):
             with m.If(end_of_beat):
                 m.d.sync += [full.eq(0), idx.eq(0)]
         with m.If(s.valid & s.ready):
-            m.d.sync += [beat.eq(s.payload), full.eq(1), idx.eq(0)]
+            m.d.sync += [beat_data.eq(s.payload.data), beat_last.eq(s.payload.last), beat_user.eq(s.payload.user)]
+            m.d.sync += [keep_hi.eq(s.payload.keep[1:]), no_byte.eq(~s.payload.keep[0]), full.eq(1), idx.eq(0)]
         return m
 
 

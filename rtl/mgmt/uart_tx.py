@@ -27,13 +27,13 @@ class UARTTransmitter(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         d = self.divisor
-        shift = Signal(10, init=0x3FF)  # stop, data[7:0], start: sent from bit 0
+        shift = Signal(9, init=0x1FF)  # data[7:0], start: sent from bit 0; ones fill in (the stop bit)
         left = Signal(range(11))
         timer = Signal(range(d))
         m.d.comb += self.s_data.ready.eq(left == 0)
         m.d.sync += self.tx.eq(shift[0])
         with m.If(self.s_data.valid & self.s_data.ready):
-            m.d.sync += [shift.eq(Cat(Const(0, 1), self.s_data.payload, Const(1, 1))), left.eq(10), timer.eq(d - 1)]
+            m.d.sync += [shift.eq(Cat(Const(0, 1), self.s_data.payload)), left.eq(10), timer.eq(d - 1)]
         with m.Elif(left != 0):
             m.d.sync += timer.eq(timer - 1)
             with m.If(timer == 0):
