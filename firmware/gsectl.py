@@ -89,7 +89,9 @@ def _counters(regmap, block=None):
         try:
             blocks = [regmap[block]]
         except KeyError:
-            raise GsectlError(f"unknown block {block!r}; blocks: " + ", ".join(b.name for b in regmap)) from None
+            raise GsectlError(
+                f"unknown block {block!r}; blocks: " + ", ".join(b.name for b in regmap)
+            ) from None
     else:
         blocks = list(regmap)
     out = []
@@ -140,9 +142,13 @@ def _table_size(regs):
 def _entries(regs):
     for i in range(_table_size(regs)):
         regs.write("leaf.dest_index", i)
-        yield i, regs.read("leaf.dest_rd_valid"), regs.read("leaf.dest_rd_mac"), regs.read(
-            "leaf.dest_rd_node"
-        ), regs.read("leaf.dest_rd_port")
+        yield (
+            i,
+            regs.read("leaf.dest_rd_valid"),
+            regs.read("leaf.dest_rd_mac"),
+            regs.read("leaf.dest_rd_node"),
+            regs.read("leaf.dest_rd_port"),
+        )
 
 
 def cmd_table(regs, args, out):
@@ -231,7 +237,9 @@ def build_parser():
     p.add_argument("--key", help="the 64-bit management key (default: the gateware's DEFAULT_KEY)")
     p.add_argument("--dst", metavar="MAC", help="the board's MAC (default: broadcast)")
     p.add_argument("--baud", type=int, default=115200, help="UART baud rate (default 115200)")
-    p.add_argument("--map", metavar="FILE", help="the board's register map (JSON); default: the reference map")
+    p.add_argument(
+        "--map", metavar="FILE", help="the board's register map (JSON); default: the reference map"
+    )
     p.add_argument("--timeout", type=float, default=1.0, help="seconds to wait for each answer (default 1)")
     p.add_argument("--retries", type=int, default=2, help="attempts after the first (default 2)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, required=True)

@@ -1,12 +1,12 @@
 """A plain-Python model of what a register bank answers a management record
 (docs/register-map.md, The bank): the reference for the management benches.
 
-It keeps the RW registers' values, the staged low words of wide RW registers and the
-snapshot of a wide register's high words taken when its low word is read (what a read
-of a high word returns), (from their reset values) and predicts, per 32-bit
-access, the AXI4-Lite response and, where the value is known, the data read: ``None``
-for an RO register the hardware drives (counters, status), which the bench checks by
-other means.
+It keeps the RW registers' values (from their reset values), the staged low words of
+wide RW registers, and the snapshot of a wide register's high words taken when its low
+word is read (what a read of a high word returns); it predicts, per 32-bit access,
+the AXI4-Lite response and, where the value is known, the data read: ``None`` for an
+RO register the hardware drives (counters, status), which the bench checks by other
+means.
 """
 
 from opengse.rtl.regs.description import WORD_BYTES, Access

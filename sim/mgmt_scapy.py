@@ -6,7 +6,16 @@ UART: :func:`uart_request` and :func:`parse_uart_response` give the bytes of a r
 and read those of a response.
 """
 
-from scapy.fields import ByteEnumField, ByteField, PacketListField, ShortField, XByteField, XIntField, XLongField, XShortField
+from scapy.fields import (
+    ByteEnumField,
+    ByteField,
+    PacketListField,
+    ShortField,
+    XByteField,
+    XIntField,
+    XLongField,
+    XShortField,
+)
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, bind_layers
 

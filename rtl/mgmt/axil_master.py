@@ -26,13 +26,12 @@ class AXI4LiteMaster(wiring.Component):
       ``wstrb`` all ones, no ``prot``.
 
     A command whose 32-bit address has a bit set at or above ``addr_width`` does not
-    reach the bus (it would alias a mapped word): it is answered DECERR (read data 0)
-    in the next clock.
+    reach the bus (it would alias a mapped word): it is answered DECERR in the next
+    clock (a read's data 0).
 
     Timing: the command is registered at its handshake; AW and W are raised together in
     the next clock and each drops at its own handshake; the response is registered from
-    the B (or R) handshake; a write's response carries the data written. A read of the register bank takes 6 clocks from ``s_cmd``
-    to ``m_rsp``.
+    the B (or R) handshake, and a write's response carries the data written.
     """
 
     def __init__(self, addr_width=16):
@@ -96,7 +95,11 @@ class AXI4LiteMaster(wiring.Component):
                     m.d.sync += self.m_axil_wvalid.eq(0)
                 m.d.comb += self.m_axil_bready.eq(1)
                 with m.If(self.m_axil_bvalid):
-                    m.d.sync += [rsp.valid.eq(1), rsp.payload.resp.eq(self.m_axil_bresp), rsp.payload.data.eq(wdata)]
+                    m.d.sync += [
+                        rsp.valid.eq(1),
+                        rsp.payload.resp.eq(self.m_axil_bresp),
+                        rsp.payload.data.eq(wdata),
+                    ]
                     m.next = "IDLE"
             with m.State("READ"):
                 with m.If(self.m_axil_arready):

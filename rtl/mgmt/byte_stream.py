@@ -61,8 +61,17 @@ class BeatsToBytes(wiring.Component):
             with m.If(end_of_beat):
                 m.d.sync += [full.eq(0), idx.eq(0)]
         with m.If(s.valid & s.ready):
-            m.d.sync += [beat_data.eq(s.payload.data), beat_last.eq(s.payload.last), beat_user.eq(s.payload.user)]
-            m.d.sync += [keep_hi.eq(s.payload.keep[1:]), no_byte.eq(~s.payload.keep[0]), full.eq(1), idx.eq(0)]
+            m.d.sync += [
+                beat_data.eq(s.payload.data),
+                beat_last.eq(s.payload.last),
+                beat_user.eq(s.payload.user),
+            ]
+            m.d.sync += [
+                keep_hi.eq(s.payload.keep[1:]),
+                no_byte.eq(~s.payload.keep[0]),
+                full.eq(1),
+                idx.eq(0),
+            ]
         return m
 
 
@@ -77,10 +86,7 @@ class BytesToBeats(wiring.Component):
     def __init__(self, data_width=64):
         self.data_width = check_data_width(data_width)
         super().__init__(
-            {
-                "s_bytes": In(stream.Signature(byte_layout(1))),
-                "m_axis": Out(AXIStreamSignature(data_width)),
-            }
+            {"s_bytes": In(stream.Signature(byte_layout(1))), "m_axis": Out(AXIStreamSignature(data_width))}
         )
 
     def elaborate(self, platform):
@@ -98,6 +104,10 @@ class BytesToBeats(wiring.Component):
                 idx.eq(idx + 1),
             ]
             with m.If(i.payload.last | (idx == n - 1)):
-                m.d.sync += [o.valid.eq(1), o.payload.last.eq(i.payload.last), o.payload.user.eq(i.payload.user)]
+                m.d.sync += [
+                    o.valid.eq(1),
+                    o.payload.last.eq(i.payload.last),
+                    o.payload.user.eq(i.payload.user),
+                ]
                 m.d.sync += idx.eq(0)
         return m

@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..lib.stream import AXIStreamSignature, check_data_width
 from . import protocol as P
-from .byte_stream import BeatsToBytes, BytesToBeats, byte_layout
+from .byte_stream import BeatsToBytes, BytesToBeats
 from .commands import command_layout, response_layout
 
 __all__ = ["FrameResponder", "record_layout"]
@@ -108,7 +108,10 @@ class FrameResponder(wiring.Component):
             with m.State("WAIT"):
                 m.d.comb += [rp.addr.eq(k), self.s_rsp.ready.eq(1), wp.addr.eq(k)]
                 m.d.comb += [wp.data.op.eq(rp.data.op), wp.data.addr.eq(rp.data.addr)]
-                m.d.comb += [wp.data.status.eq(self.s_rsp.payload.resp), wp.data.data.eq(self.s_rsp.payload.data)]
+                m.d.comb += [
+                    wp.data.status.eq(self.s_rsp.payload.resp),
+                    wp.data.data.eq(self.s_rsp.payload.data),
+                ]
                 with m.If(self.s_rsp.valid):
                     m.d.comb += wp.en.eq(1)
                     with m.If(self.s_rsp.payload.resp != P.STATUS_OKAY):

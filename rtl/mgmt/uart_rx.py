@@ -38,7 +38,12 @@ class UARTReceiver(wiring.Component):
     def __init__(self, divisor):
         self.divisor = check_divisor(divisor)
         super().__init__(
-            {"rx": In(1, init=1), "m_data": Out(stream.Signature(8)), "stat_framing": Out(32), "stat_overrun": Out(32)}
+            {
+                "rx": In(1, init=1),
+                "m_data": Out(stream.Signature(8)),
+                "stat_framing": Out(32),
+                "stat_overrun": Out(32),
+            }
         )
 
     def elaborate(self, platform):

@@ -89,7 +89,17 @@ class Pumps:
     async def gsectl(self, *args, transport="sim", timeout=5):
         """Run gsectl to its end, pumping meanwhile; ``(returncode, stdout, stderr)``."""
         where = ["--sim", self.sock_path] if transport == "sim" else ["--uart", self.tty]
-        cmd = [GSECTL, *where, "--map", self.map_path, "--key", hex(TEST_KEY), "--timeout", str(timeout), *args]
+        cmd = [
+            GSECTL,
+            *where,
+            "--map",
+            self.map_path,
+            "--key",
+            hex(TEST_KEY),
+            "--timeout",
+            str(timeout),
+            *args,
+        ]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         start = time.monotonic()
         while proc.poll() is None:
@@ -177,7 +187,9 @@ async def gsectl_end_to_end(dut):
         rc, out, err = await p.gsectl("links")
         assert rc == 0 and out.splitlines() == ["uplink 0: up, healthy", "uplink 1: DOWN, not healthy"], out
 
-        rc, out, err = await p.gsectl("watch", "mgmt", "--count", "2", "--interval", "0.05", "--clock-hz", "1e8")
+        rc, out, err = await p.gsectl(
+            "watch", "mgmt", "--count", "2", "--interval", "0.05", "--clock-hz", "1e8"
+        )
         assert rc == 0 and out.count("--- ") == 2 and "mgmt.mgmt_requests" in out, out
 
         # bad input: one line on stderr, exit 2
@@ -192,10 +204,17 @@ async def gsectl_end_to_end(dut):
             (("counters", "nope"), "unknown block 'nope'"),
         ]:
             rc, out, err = await p.gsectl(*args)
-            assert rc == 2 and err.count("\n") == 1 and words in err and "Traceback" not in err, (args, rc, err)
+            assert rc == 2 and err.count("\n") == 1 and words in err and "Traceback" not in err, (
+                args,
+                rc,
+                err,
+            )
         before = (await p.gsectl("counters", "mgmt"))[1]
         rc, out, err = await p.gsectl("--key", "0x1", "--retries", "0", "read", "sys.ident", timeout=0.3)
         assert rc == 2 and "no answer to a management frame" in err and err.count("\n") == 1, (rc, err)
         after = (await p.gsectl("counters", "mgmt"))[1]
-        assert counters(after)["mgmt.mgmt_bad_key"] == counters(before)["mgmt.mgmt_bad_key"] + 1, (before, after)
+        assert counters(after)["mgmt.mgmt_bad_key"] == counters(before)["mgmt.mgmt_bad_key"] + 1, (
+            before,
+            after,
+        )
         p.close()

@@ -38,17 +38,23 @@ MAX_RECORDS = 8
 
 
 def _leaf_shape():
-    return SimpleNamespace(config=SimpleNamespace(host_ports=HOST_PORTS, uplinks=UPLINKS, nodes=NODES), lb="gse")
+    return SimpleNamespace(
+        config=SimpleNamespace(host_ports=HOST_PORTS, uplinks=UPLINKS, nodes=NODES), lb="gse"
+    )
 
 
 def mgmt_block():
     return RegisterBlock(
-        "mgmt", [Register(n, 32, Access.RO, doc=d) for n, d in MGMT_COUNTERS.items()], doc="management port counters"
+        "mgmt",
+        [Register(n, 32, Access.RO, doc=d) for n, d in MGMT_COUNTERS.items()],
+        doc="management port counters",
     )
 
 
 def top_map():
-    return RegisterMap([system_block(), leaf_block(_leaf_shape()), mgmt_block()], name="mgmt_top", doc="test top")
+    return RegisterMap(
+        [system_block(), leaf_block(_leaf_shape()), mgmt_block()], name="mgmt_top", doc="test top"
+    )
 
 
 class MgmtTop(wiring.Component):

@@ -19,4 +19,6 @@ def test_gsectl_end_to_end():
     gsectl = Path(sys.executable).parent / "gsectl"
     gsectl = str(gsectl) if gsectl.exists() else shutil.which("gsectl")
     assert gsectl, "the gsectl command is not installed (make install)"
-    run_cocotb(TOP, PARAMS, "cocotb_gsectl", cxx_opt="-O0", extra_env={"GSECTL": gsectl}, sim_time_limit_ms=500)
+    run_cocotb(
+        TOP, PARAMS, "cocotb_gsectl", cxx_opt="-O0", extra_env={"GSECTL": gsectl}, sim_time_limit_ms=500
+    )
