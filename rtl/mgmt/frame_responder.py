@@ -28,7 +28,9 @@ class FrameResponder(wiring.Component):
     """The Ethernet side of in-band management (docs/management.md has the format).
 
     Parameters: ``data_width`` (of both streams), ``key`` (64-bit: a request must carry
-    it), ``allowed_port`` (the ingress port requests must come from), ``port_bits``
+    it), ``mac`` (the source address of the responses, written as the usual hex
+    number: ``0x020000000001`` is 02:00:00:00:00:01; requests may be sent to any
+    address, broadcast included), ``allowed_port`` (the ingress port requests must come from), ``port_bits``
     (width of the port number), ``max_records`` (records per request, 1..255).
 
     Interface:
@@ -54,16 +56,20 @@ class FrameResponder(wiring.Component):
     fails does not stop the next.
     """
 
-    def __init__(self, data_width=64, key=P.DEFAULT_KEY, allowed_port=0, port_bits=1, max_records=16):
+    def __init__(
+        self, data_width=64, key=P.DEFAULT_KEY, allowed_port=0, port_bits=1, max_records=16, mac=P.DEFAULT_MAC
+    ):
         check_data_width(data_width)
         if not 1 <= max_records <= 255:
             raise ValueError(f"max_records must be 1..255, not {max_records!r}")
         if not 0 <= key < 2**64:
             raise ValueError("key must be a 64-bit unsigned integer")
+        if not 0 <= mac < 2**48 or mac >> 40 & 1:
+            raise ValueError("mac must be a 48-bit unicast address (0x020000000001 for 02:00:00:00:00:01)")
         if not 0 <= allowed_port < 2**port_bits:
             raise ValueError(f"allowed_port {allowed_port!r} does not fit {port_bits} bits")
         self.data_width, self.key, self.allowed_port = data_width, key, allowed_port
-        self.port_bits, self.max_records = port_bits, max_records
+        self.port_bits, self.max_records, self.mac = port_bits, max_records, mac
         members = {
             "s_axis": In(AXIStreamSignature(data_width, 1 + port_bits)),
             "m_axis": Out(AXIStreamSignature(data_width)),
@@ -86,8 +92,7 @@ class FrameResponder(wiring.Component):
         rp = mem.read_port(domain="comb")
 
         st = {
-            "dst": Signal(48),  # the request's MACs, first byte in bits 7:0
-            "src": Signal(48),
+            "src": Signal(48),  # the requester's MAC, first byte in bits 7:0
             "seq": Signal(16),
             "count": Signal(8),
         }
@@ -149,8 +154,6 @@ class FrameResponder(wiring.Component):
         m.d.comb += completes.eq(in_rec & (rec_byte == P.RECORD_BYTES - 1))
         with m.Switch(pos):
             for i in range(6):
-                with m.Case(i):
-                    m.d.sync += st["dst"].word_select(i, 8).eq(byte)
                 with m.Case(6 + i):
                     m.d.sync += st["src"].word_select(i, 8).eq(byte)
             with m.Case(12):
@@ -236,7 +239,7 @@ class FrameResponder(wiring.Component):
                 with m.Case(i):
                     m.d.comb += byte.eq(st["src"].word_select(i, 8))
                 with m.Case(6 + i):
-                    m.d.comb += byte.eq(st["dst"].word_select(i, 8))
+                    m.d.comb += byte.eq(_be_byte(Const(self.mac, 48), 6, i))
             for i, v in header.items():
                 with m.Case(i):
                     m.d.comb += byte.eq(v)

@@ -36,7 +36,7 @@ class ManagementPort(wiring.Component):
     AXI4-Lite master (docs/management.md).
 
     Parameters: ``data_width``, ``key``, ``allowed_port``, ``port_bits``,
-    ``max_records`` (of :class:`~.frame_responder.FrameResponder`); ``divisor``
+    ``max_records``, ``mac`` (of :class:`~.frame_responder.FrameResponder`); ``divisor``
     (clocks per UART bit); ``addr_width`` (of the AXI4-Lite port); ``uart_idle_limit``
     (of :class:`~.uart_bridge.UARTBridge`).
 
@@ -62,8 +62,9 @@ class ManagementPort(wiring.Component):
         divisor=1085,
         addr_width=16,
         uart_idle_limit=1 << 20,
+        mac=P.DEFAULT_MAC,
     ):
-        self._responder = FrameResponder(data_width, key, allowed_port, port_bits, max_records)
+        self._responder = FrameResponder(data_width, key, allowed_port, port_bits, max_records, mac)
         self._master = AXI4LiteMaster(addr_width)
         self._rx, self._tx = UARTReceiver(divisor), UARTTransmitter(divisor)
         self._bridge = UARTBridge(uart_idle_limit)

@@ -2,7 +2,7 @@
 
 Ethernet (one request frame, one response frame; all multi-byte fields big-endian)::
 
-    byte  0..5   destination MAC        6..11  source MAC
+    byte  0..5   destination MAC        6..11  source MAC (a response: the responder's ``mac``)
     byte 12..13  EtherType 0x88B6 (IEEE 802 local experimental 2; GSE is 0x88B5)
     byte 14..15  magic 0x474D ("GM")    16     version (1)
     byte 17      flags: 0 request, 1 response
@@ -41,6 +41,9 @@ UART_REQUEST_SYNC = 0xA5
 UART_RESPONSE_SYNC = 0x5A
 UART_REQUEST_BYTES = 11
 UART_RESPONSE_BYTES = 7
+
+#: The source MAC of the responses when a top gives none (locally administered).
+DEFAULT_MAC = 0x02_00_00_00_00_01
 
 #: The key a top gets when it gives none. A product top must set its own.
 DEFAULT_KEY = 0x4F50454E_47534521  # "OPENGSE!"

@@ -51,7 +51,8 @@ class Bench:
     def frame(self, records, key=TEST_KEY, **fields):
         self.seq = (self.seq + 1) & 0xFFFF
         recs = [MgmtRecord(op=op, addr=a, data=d) for op, a, d in records]
-        return Ether(dst=DUT_MAC, src=HOST_MAC) / GSEMgmt(key=key, seq=self.seq, records=recs, **fields)
+        dst = self.rng.choice([DUT_MAC, "ff:ff:ff:ff:ff:ff"])  # any address is answered
+        return Ether(dst=dst, src=HOST_MAC) / GSEMgmt(key=key, seq=self.seq, records=recs, **fields)
 
     async def send(self, pkt, port=ALLOWED_PORT, err=0, raw=None):
         data = bytes(pkt) if raw is None else raw

@@ -31,6 +31,7 @@ NODES, HOST_PORTS, UPLINKS = 16, 2, 2
 ADDR_WIDTH = 12
 PORT_BITS = 2
 TEST_KEY = 0x0123_4567_89AB_CDEF
+TEST_MAC = 0x02_00_00_00_00_01  # 02:00:00:00:00:01
 ALLOWED_PORT = 1
 DIVISOR = 8  # clocks per UART bit: short, so a bench sends many bytes
 UART_IDLE_LIMIT = 2000
@@ -69,6 +70,7 @@ class MgmtTop(wiring.Component):
             divisor=DIVISOR,
             addr_width=ADDR_WIDTH,
             uart_idle_limit=UART_IDLE_LIMIT,
+            mac=TEST_MAC,
         )
         super().__init__(
             {

@@ -42,6 +42,7 @@ def test_management_port_lints_clean(tmp_path):
         (lambda: FrameResponder(key=1 << 64), "key"),
         (lambda: FrameResponder(allowed_port=2, port_bits=1), "allowed_port"),
         (lambda: FrameResponder(data_width=48), "data_width"),
+        (lambda: FrameResponder(mac=0x01_00_5E_00_00_01), "unicast"),
         (lambda: UARTReceiver(2), "divisor"),
         (lambda: ManagementPort(addr_width=2), "addr_width"),
     ],
