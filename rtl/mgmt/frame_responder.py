@@ -97,6 +97,12 @@ class FrameResponder(wiring.Component):
             "count": Signal(8),
         }
         k = Signal(range(n + 1))  # record being executed / sent
+        # the response's last byte index, registered from the count (stable from the
+        # request's verdict on, many clocks before the response starts)
+        last_index = Signal(range(max(P.MIN_FRAME_BYTES, P.HEADER_BYTES + P.RECORD_BYTES * n)))
+        assert P.RECORD_BYTES == 12  # 12 x count as two shifts (no multiplier)
+        unpadded = P.HEADER_BYTES + (st["count"] << 3) + (st["count"] << 2)
+        m.d.sync += last_index.eq(Mux(unpadded < P.MIN_FRAME_BYTES, P.MIN_FRAME_BYTES, unpadded) - 1)
         with m.FSM():
             with m.State("RX"):
                 self._receive(m, rx.m_bytes, wp, st)
@@ -128,7 +134,7 @@ class FrameResponder(wiring.Component):
                     with m.Else():
                         m.next = "EXEC"
             with m.State("TX"):
-                with m.If(self._transmit(m, tx.s_bytes, rp, st, k)):
+                with m.If(self._transmit(m, tx.s_bytes, rp, st, k, last_index)):
                     m.d.sync += k.eq(0)
                     m.next = "RX"
         return m
@@ -221,16 +227,15 @@ class FrameResponder(wiring.Component):
                 m.d.sync += [pos.eq(0), rec_byte.eq(0), rec_num.eq(0)]
                 m.d.sync += [bad_fmt.eq(0), bad_key.eq(0)]
 
-    def _transmit(self, m, o, rp, st, k):
-        """Send the response a byte at a time; returns the signal true on its last byte."""
-        n = self.max_records
+    def _transmit(self, m, o, rp, st, k, last_index):
+        """Send the response a byte at a time into ``o``, whose ``valid`` and payload are
+        registered here (the byte multiplexer ends in a register); returns the signal
+        true in the clock its last byte is taken."""
         tpos = Signal(range(P.HEADER_BYTES + 1))  # saturates at the first record byte
         rec_byte = Signal(range(P.RECORD_BYTES))
-        sent = Signal(range(max(P.MIN_FRAME_BYTES, P.HEADER_BYTES + P.RECORD_BYTES * n) + 1))
-        length = Signal.like(sent)
-        unpadded = P.HEADER_BYTES + P.RECORD_BYTES * st["count"]
-        m.d.comb += length.eq(Mux(unpadded < P.MIN_FRAME_BYTES, P.MIN_FRAME_BYTES, unpadded))
-        byte = o.payload.data
+        sent = Signal.like(last_index)
+        produced = Signal()  # the last byte has been offered
+        byte = Signal(8)
         m.d.comb += rp.addr.eq(k)
         header = {12: P.ETHERTYPE >> 8, 13: P.ETHERTYPE & 0xFF, 14: P.MAGIC >> 8, 15: P.MAGIC & 0xFF}
         header.update({16: P.VERSION, 17: P.FLAG_RESPONSE})
@@ -262,16 +267,20 @@ class FrameResponder(wiring.Component):
                             with m.Case(8 + i):
                                 m.d.comb += byte.eq(_be_byte(rp.data.data, 4, i))
         done = Signal()
-        m.d.comb += [o.valid.eq(1), o.payload.last.eq(sent == length - 1), o.payload.user.eq(0)]
-        with m.If(o.ready):
-            m.d.sync += sent.eq(sent + 1)
+        m.d.comb += done.eq(o.valid & o.ready & o.payload.last)
+        with m.If(o.valid & o.ready):
+            m.d.sync += o.valid.eq(0)
+        with m.If((~o.valid | o.ready) & ~produced):
+            m.d.sync += [o.valid.eq(1), o.payload.data.eq(byte), o.payload.user.eq(0)]
+            m.d.sync += [o.payload.last.eq(sent == last_index), sent.eq(sent + 1)]
+            with m.If(sent == last_index):
+                m.d.sync += produced.eq(1)
             with m.If(tpos != P.HEADER_BYTES):
                 m.d.sync += tpos.eq(tpos + 1)
             with m.Elif(k < st["count"]):
                 m.d.sync += rec_byte.eq(rec_byte + 1)
                 with m.If(rec_byte == P.RECORD_BYTES - 1):
                     m.d.sync += [rec_byte.eq(0), k.eq(k + 1)]
-            with m.If(o.payload.last):
-                m.d.comb += done.eq(1)
-                m.d.sync += [sent.eq(0), tpos.eq(0), rec_byte.eq(0)]
+        with m.If(done):
+            m.d.sync += [sent.eq(0), tpos.eq(0), rec_byte.eq(0), produced.eq(0)]
         return done
