@@ -145,6 +145,7 @@ class FrameResponder(wiring.Component):
         pos = Signal(range(P.HEADER_BYTES + 1))  # saturates at the first record byte
         rec_byte = Signal(range(P.RECORD_BYTES))
         rec_num = Signal(range(n + 1))
+        remaining = Signal(8)  # records still to come: count - rec_num, kept as a counter
         op, addr, wdata = Signal(8), Signal(32), Signal(32)
         port_ok, bad_fmt, bad_key = Signal(), Signal(), Signal()
         fmt_now, key_now = Signal(), Signal()
@@ -155,7 +156,7 @@ class FrameResponder(wiring.Component):
             m.d.comb += fmt_now.eq(byte != value)
 
         key = Const(self.key, 64)
-        in_rec = (pos == P.HEADER_BYTES) & (rec_num < st["count"])
+        in_rec = (pos == P.HEADER_BYTES) & (remaining != 0)
         completes = Signal()
         m.d.comb += completes.eq(in_rec & (rec_byte == P.RECORD_BYTES - 1))
         with m.Switch(pos):
@@ -182,7 +183,7 @@ class FrameResponder(wiring.Component):
             with m.Case(27):
                 m.d.sync += st["seq"][:8].eq(byte)
             with m.Case(28):
-                m.d.sync += st["count"].eq(byte)
+                m.d.sync += [st["count"].eq(byte), remaining.eq(byte)]
                 m.d.comb += fmt_now.eq((byte == 0) | (byte > n))
             with m.Case(P.HEADER_BYTES):
                 with m.If(in_rec):
@@ -195,7 +196,7 @@ class FrameResponder(wiring.Component):
                             m.d.sync += wdata.eq((wdata << 8) | byte)
                     m.d.sync += rec_byte.eq(rec_byte + 1)
                     with m.If(completes):
-                        m.d.sync += [rec_byte.eq(0), rec_num.eq(rec_num + 1)]
+                        m.d.sync += [rec_byte.eq(0), rec_num.eq(rec_num + 1), remaining.eq(remaining - 1)]
                         m.d.comb += fmt_now.eq((op != P.OP_READ) & (op != P.OP_WRITE))
                         m.d.comb += [
                             wp.en.eq(b.valid),
@@ -213,7 +214,7 @@ class FrameResponder(wiring.Component):
             with m.If(pos != P.HEADER_BYTES):
                 m.d.sync += pos.eq(pos + 1)
             with m.If(b.payload.last):
-                truncated = (pos < P.HEADER_BYTES - 1) | ((rec_num + completes) < st["count"])
+                truncated = (pos < P.HEADER_BYTES - 1) | (remaining != completes)
                 malformed = bad_fmt | fmt_now | b.payload.user[0] | truncated
                 with m.If(~port_now):
                     m.d.sync += self.stat_bad_port.eq(self.stat_bad_port + 1)
@@ -224,7 +225,7 @@ class FrameResponder(wiring.Component):
                 with m.Else():
                     m.d.sync += self.stat_requests.eq(self.stat_requests + 1)
                     m.next = "EXEC"
-                m.d.sync += [pos.eq(0), rec_byte.eq(0), rec_num.eq(0)]
+                m.d.sync += [pos.eq(0), rec_byte.eq(0), rec_num.eq(0), remaining.eq(0)]
                 m.d.sync += [bad_fmt.eq(0), bad_key.eq(0)]
 
     def _transmit(self, m, o, rp, st, k, last_index):
