@@ -86,7 +86,7 @@ class GSELeaf(wiring.Component):
         fab_store_bytes=16384,
         max_frame_bytes=9216,
         slot_bytes=None,
-        reorder_timeout=4096,
+        reorder_timeout=32768,
         probe_interval=1024,
         refresh_cycles=8192,
         idle_cycles=16384,
@@ -177,7 +177,7 @@ class GSELeaf(wiring.Component):
                 }
             )
             for prefix, part in self._stat_parts.items():
-                members.update(stat_members(prefix, part))
+                members.update(stat_members(prefix, part, nested=True))
         else:
             self.regmap = leaf_register_map(self)
             self.bank = AXI4LiteRegisterBank(self.regmap)
@@ -208,7 +208,7 @@ class GSELeaf(wiring.Component):
             m.d.comb += [tcs[p].eq(self.host_tc[p]) for p in range(H)]
             m.d.comb += [tenants[p].eq(self.host_tenant[p]) for p in range(H)]
             for prefix, part in self._stat_parts.items():
-                forward_stats(m, self, prefix, part)
+                forward_stats(m, self, prefix, part, nested=True)
             return node_base, seed, tcs, tenants
         m.submodules.bank = bank = self.bank
         m.submodules.sys = sysc = SystemCounters(self.regmap.fingerprint())
