@@ -18,10 +18,36 @@ from .measure import Counters
 from .runner import build_model, run_model
 from .top import FabricTop
 
-__all__ = ["build_stream_fabric", "run_frames", "SimResult", "HOST_START_MIN"]
+__all__ = ["build_stream_fabric", "run_frames", "SimResult", "HOST_START_MIN", "MAX_FRAME", "drop_counters"]
 
 #: Frames start no earlier than this clock after reset (configuration takes fewer).
 HOST_START_MIN = 4096
+
+
+def _leaf_max_frame():
+    import inspect
+
+    from opengse.rtl.tops.leaf import GSELeaf
+
+    return inspect.signature(GSELeaf.__init__).parameters["max_frame_bytes"].default
+
+
+#: The largest host frame (bytes, DA .. payload) of the fabric's leaves (built with
+#: GSELeaf's default).
+MAX_FRAME = _leaf_max_frame()
+
+
+def drop_counters(cn):
+    """``{counter: value}`` of the non-zero drop counters at the end of a run: every
+    ``drop`` counter of the leaves and spines, the reorder buffers' containers skipped as
+    lost and the links' lost frames (as :func:`~.measure.measure` counts drops)."""
+    last = len(cn.cycles) - 1
+    names = (
+        cn.match(r"(leaf|spine)\d+\..*drop.*")
+        + cn.match(r"leaf\d+\..*stat_lost")
+        + cn.match(r"(fab|host)_(up|dn)[\d_]+\.stat_(frames_lost|refused)")
+    )
+    return {n: cn.at(n, last) for n in names if cn.at(n, last)}
 
 
 def build_stream_fabric(shape, lb, *, log=None):
