@@ -536,7 +536,9 @@ def build_parser():
 
     fabric_arguments(sp)
     sp.set_defaults(func=cmd_fabric)
-    sp = sub.add_parser("sim", help="run frames from pcaps (one per host) through a fabric, write one pcap per host")
+    sp = sub.add_parser(
+        "sim", help="run frames from pcaps (one per host) through a fabric, write one pcap per host"
+    )
     from opengse.sim.fabric.sim_command import add_arguments as sim_arguments
 
     sim_arguments(sp)

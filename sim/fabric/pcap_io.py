@@ -91,13 +91,15 @@ def read_pcap(path, max_frame):
             wirelen = getattr(meta, "wirelen", None)
             if wirelen is not None and wirelen > len(data):
                 raise PcapError(
-                    f"{path}: frame {k}: captured {len(data)} of {wirelen} bytes (cut by the snap length, or the file is truncated)"
+                    f"{path}: frame {k}: captured {len(data)} of {wirelen} bytes "
+                    "(cut by the snap length, or the file is truncated)"
                 )
             if len(data) < MIN_FRAME:
                 raise PcapError(f"{path}: frame {k}: {len(data)} bytes, shorter than a MAC header (14)")
             if len(data) > max_frame:
                 raise PcapError(
-                    f"{path}: frame {k}: {len(data)} bytes, longer than this fabric's largest frame ({max_frame})"
+                    f"{path}: frame {k}: {len(data)} bytes, "
+                    f"longer than this fabric's largest frame ({max_frame})"
                 )
             frames.append(bytes(data))
     finally:

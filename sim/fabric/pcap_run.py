@@ -18,7 +18,15 @@ from .measure import Counters
 from .runner import build_model, run_model
 from .top import FabricTop
 
-__all__ = ["build_stream_fabric", "run_frames", "SimResult", "HOST_START_MIN", "MAX_FRAME", "drop_counters"]
+__all__ = [
+    "build_stream_fabric",
+    "run_frames",
+    "SimResult",
+    "HOST_START_MIN",
+    "MAX_FRAME",
+    "drop_counters",
+    "stream_lines",
+]
 
 #: Frames start no earlier than this clock after reset (configuration takes fewer).
 HOST_START_MIN = 4096
@@ -84,17 +92,20 @@ def run_file_text(model_map, shape, lb, inputs, outputs, *, max_cycles, quiet):
     w = Writes(model_map)
     fabric_writes(w, shape, lb, RunConfig())
     start = max(HOST_START_MIN, w.done_at(lambda name: True) + 16)
-    head = [
-        f"cycles {start + max_cycles}",
-        f"sample {max(1000, min(100_000, max_cycles))}",
-        "reset 16",
-        "progress 0.5",
-        f"hstart {start}",
-        f"quiet {quiet}",
-    ]
-    head += [f"hin {n} {p}" for n, p in sorted(inputs.items())]
-    head += [f"hout {n} {p}" for n, p in sorted(outputs.items())]
-    return "\n".join(head) + "\n" + w.text(), start
+    head = (
+        f"cycles {start + max_cycles}\nsample {max(1000, min(100_000, max_cycles))}\nreset 16\nprogress 0.5\n"
+    )
+    return head + stream_lines(inputs, outputs, start, quiet) + w.text(), start
+
+
+def stream_lines(inputs, outputs, start, quiet):
+    """The run-file lines of the host streams (``sim/fabric/main.cpp``): frames of
+    ``inputs`` ``{host: path}`` from clock ``start``, arrivals to ``outputs``, the end
+    ``quiet`` clocks after the last beat moved."""
+    lines = [f"hstart {start}", f"quiet {quiet}"]
+    lines += [f"hin {n} {p}" for n, p in sorted(inputs.items())]
+    lines += [f"hout {n} {p}" for n, p in sorted(outputs.items())]
+    return "\n".join(lines) + "\n"
 
 
 def run_frames(model, shape, lb, inputs, work_dir, *, max_cycles, quiet, progress=None):
@@ -106,8 +117,13 @@ def run_frames(model, shape, lb, inputs, work_dir, *, max_cycles, quiet, progres
     work_dir.mkdir(parents=True, exist_ok=True)
     outputs = {n: (work_dir / f"out{n}.bin").resolve() for n in range(shape.n_hosts)}
     text, start = run_file_text(
-        model.address_map, shape, lb, {n: Path(p).resolve() for n, p in inputs.items()}, outputs,
-        max_cycles=max_cycles, quiet=quiet,
+        model.address_map,
+        shape,
+        lb,
+        {n: Path(p).resolve() for n, p in inputs.items()},
+        outputs,
+        max_cycles=max_cycles,
+        quiet=quiet,
     )
     out = run_model(model, text, work_dir, progress=progress)
     sent, end = {}, start + max_cycles
@@ -122,5 +138,11 @@ def run_frames(model, shape, lb, inputs, work_dir, *, max_cycles, quiet, progres
     for n, p in outputs.items():
         received[n] = [(a - start, b - start, fl, data) for a, b, fl, data in read_arrivals(p)]
     return SimResult(
-        received, sent, start, end - start, Counters(out, model.address_map), out.cycles_per_second, out.seconds
+        received,
+        sent,
+        start,
+        end - start,
+        Counters(out, model.address_map),
+        out.cycles_per_second,
+        out.seconds,
     )

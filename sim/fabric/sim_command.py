@@ -160,7 +160,19 @@ def summarise(shape, lb, frames, mapping, result, checked, exp, build, clock_ns)
 
 def format_report(s, out_dir):
     """The per-host table and the summary lines."""
-    rows = [("host", "leaf:port", "MAC", "frames in", "bytes in", "frames out", "bytes out", "expected", "missing")]
+    rows = [
+        (
+            "host",
+            "leaf:port",
+            "MAC",
+            "frames in",
+            "bytes in",
+            "frames out",
+            "bytes out",
+            "expected",
+            "missing",
+        )
+    ]
     for h in s["hosts"]:
         rows.append(
             (
@@ -176,7 +188,10 @@ def format_report(s, out_dir):
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.rjust(w) if i >= 3 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    lines = [
+        "  ".join(c.rjust(w) if i >= 3 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        for r in rows
+    ]
     us = s["cycles"] * s["clock_ns"] / 1000
     sh = s["shape"]
     lines += [
@@ -196,7 +211,10 @@ def format_report(s, out_dir):
             "lookup (use --map-macs to rewrite the captures' MACs)"
         )
     if s["gse_ethertype_from_host"]:
-        lines.append(f"GSE EtherType from a host: {s['gse_ethertype_from_host']} frames, dropped by the leaf as spoofed")
+        lines.append(
+            f"GSE EtherType from a host: {s['gse_ethertype_from_host']} frames, "
+            "dropped by the leaf as spoofed"
+        )
     if s["switch_drops"]:
         by = ", ".join(f"{k} {v}" for k, v in s["switch_drops_by_counter"].items())
         lines.append(f"switch drop counters: {s['switch_drops']} ({by})")
@@ -244,7 +262,14 @@ def run(args):
     model = build_stream_fabric(shape, args.lb, log=log)
     progress = None if args.no_progress else _Progress()
     result = run_frames(
-        model, shape, args.lb, inputs, work, max_cycles=args.max_cycles, quiet=args.quiet_cycles, progress=progress
+        model,
+        shape,
+        args.lb,
+        inputs,
+        work,
+        max_cycles=args.max_cycles,
+        quiet=args.quiet_cycles,
+        progress=progress,
     )
     if progress:
         sys.stderr.write("\n")

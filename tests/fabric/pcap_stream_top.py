@@ -35,7 +35,9 @@ class StreamTop(wiring.Component):
         self.ctl = PauseControl()
         self.links = [FabricLink(64, delay=DELAY) for _ in range(HOSTS)]
         units = [("ctl", self.ctl, set())]
-        units += [(f"link{n}", lk, {"s_axis", "m_axis", "pause_in", "pause_out"}) for n, lk in enumerate(self.links)]
+        units += [
+            (f"link{n}", lk, {"s_axis", "m_axis", "pause_in", "pause_out"}) for n, lk in enumerate(self.links)
+        ]
         self.harness = Harness(units)
         members = self.harness.members()
         for n in range(HOSTS):
