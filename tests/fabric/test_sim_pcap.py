@@ -320,3 +320,22 @@ def test_gse_sim_end_to_end(tmp_path, capsys, lb):
     assert summary["missing"] == 0 and summary["unexpected"] == 0 and summary["reordered"] == 0
     assert summary["not_addressed_to_a_host"] == n_hosts
     assert summary["frames_in"] == sum(len(v) for v in sent.values())
+
+
+def test_fabric_top_stream_hosts_replace_generators_and_checkers():
+    from opengse.sim.fabric.top import FabricShape, FabricTop
+
+    shape = FabricShape(2, 2, 2)
+    top = FabricTop(shape, "gse", hosts="stream")
+    members = top.signature.members
+    for n in range(4):
+        assert members[f"s_host{n}"].flow.name == "In" and members[f"m_host{n}"].flow.name == "Out"
+        assert f"host{n}_pause" in members
+    amap = top.address_map()
+    assert amap["host_streams"] == 4
+    units = {c["name"].split(".")[0] for c in amap["config"]} | {s["name"].split(".")[0] for s in amap["stats"]}
+    assert not any(u.startswith(("gen", "chk")) for u in units) and "leaf1" in units
+    gen = FabricTop(shape, "gse").address_map()
+    assert "host_streams" not in gen and any(c["name"].startswith("gen0.") for c in gen["config"])
+    with pytest.raises(ValueError, match="hosts must be one of"):
+        FabricTop(shape, "gse", hosts="pcap")
