@@ -333,7 +333,8 @@ def test_fabric_top_stream_hosts_replace_generators_and_checkers():
         assert f"host{n}_pause" in members
     amap = top.address_map()
     assert amap["host_streams"] == 4
-    units = {c["name"].split(".")[0] for c in amap["config"]} | {s["name"].split(".")[0] for s in amap["stats"]}
+    items = amap["config"] + amap["stats"]
+    units = {c["name"].split(".")[0] for c in items}
     assert not any(u.startswith(("gen", "chk")) for u in units) and "leaf1" in units
     gen = FabricTop(shape, "gse").address_map()
     assert "host_streams" not in gen and any(c["name"].startswith("gen0.") for c in gen["config"])
