@@ -90,6 +90,7 @@ class HostResult:
     reordered: int = 0
     frames: int = 0
     bytes: int = 0
+    missing_from: dict = field(default_factory=dict)  # {source host: frames missing}
 
 
 def compare(frames_by_host, exp, arrivals):
@@ -120,5 +121,8 @@ def compare(frames_by_host, exp, arrivals):
                 res.reordered += 1
             last_of_flow[key] = max(i, last_of_flow.get(key, -1))
         res.missing = res.expected - res.delivered
+        for left in pool.values():
+            for src, _i in left:
+                res.missing_from[src] = res.missing_from.get(src, 0) + 1
         out[d] = res
     return out

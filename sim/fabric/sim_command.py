@@ -125,6 +125,7 @@ def summarise(shape, lb, frames, mapping, result, checked, exp, build, clock_ns)
                 "unexpected": c.unexpected,
                 "bad": c.bad,
                 "reordered": c.reordered,
+                "missing_from": {str(k): v for k, v in sorted(c.missing_from.items())},
             }
         )
     total = lambda key: sum(h[key] for h in hosts)  # noqa: E731
@@ -204,6 +205,11 @@ def format_report(s, out_dir):
         f"missing {s['missing']}, out of order within a flow {s['reordered']}, "
         f"unexpected {s['unexpected']}, bad {s['bad']}",
     ]
+    lost = [
+        f"host {src} -> host {h['host']}: {k}" for h in s["hosts"] for src, k in h["missing_from"].items()
+    ]
+    if lost:
+        lines.append("missing frames by source -> destination: " + ", ".join(lost))
     if s["not_addressed_to_a_host"]:
         lines.append(
             f"not addressed to a fabric host: {s['not_addressed_to_a_host']} frames (destination MAC not "

@@ -158,6 +158,7 @@ def test_compare_counts_missing_unexpected_bad_and_reordered():
     r = res[1]
     assert (r.expected, r.delivered, r.missing, r.unexpected, r.bad, r.reordered) == (6, 5, 1, 1, 1, 1)
     assert (res[0].expected, res[0].missing) == (1, 1)
+    assert r.missing_from == {0: 1} and res[0].missing_from == {1: 1}
     assert flow_key(f[0][0]) != flow_key(f[0][1]) and flow_key(f[0][0]) == flow_key(f[0][2])
 
 
