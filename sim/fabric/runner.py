@@ -142,8 +142,14 @@ def _host_stream_accessors(n_hosts):
         "t->s_host{n}_tdata = data; t->s_host{n}_tkeep = keep; t->s_host{n}_tlast = last; "
         "t->s_host{n}_tuser = 0; t->s_host{n}_tvalid = valid;",
     ) + ["}"]
-    lines += switch(f"int host_in_ready(const {t}* t, int n)", "return t->s_host{n}_tready;") + ["    return 0;", "}"]
-    lines += switch(f"int host_pause(const {t}* t, int n)", "return t->host{n}_pause;") + ["    return 0;", "}"]
+    lines += switch(f"int host_in_ready(const {t}* t, int n)", "return t->s_host{n}_tready;") + [
+        "    return 0;",
+        "}",
+    ]
+    lines += switch(f"int host_pause(const {t}* t, int n)", "return t->host{n}_pause;") + [
+        "    return 0;",
+        "}",
+    ]
     lines += switch(f"void host_out_ready({t}* t, int n)", "t->m_host{n}_tready = 1;") + ["}"]
     lines += switch(
         f"int host_out_get(const {t}* t, int n, uint64_t* data, uint32_t* keep, int* last, int* user)",

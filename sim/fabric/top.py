@@ -193,10 +193,7 @@ class FabricTop(wiring.Component):
                     (f"gen{n}", self.gens[n], {"m_axis", "pause"}),
                     (f"chk{n}", self.chks[n], {"s_axis"}),
                 ]
-            units += [
-                (f"host_up{n}", self.host_up[n], link),
-                (f"host_dn{n}", self.host_dn[n], link),
-            ]
+            units += [(f"host_up{n}", self.host_up[n], link), (f"host_dn{n}", self.host_dn[n], link)]
         for l in range(L):
             for u in range(S):
                 units += [
@@ -235,7 +232,10 @@ class FabricTop(wiring.Component):
                     m.submodules[f"{name}{n}"] = sub
                 wiring.connect(m, wiring.flipped(getattr(self, f"s_host{n}")), up.s_axis)
                 wiring.connect(m, up.m_axis, leaf.s_axis_host[p])
-                m.d.comb += [up.pause_in.eq(leaf.host_pause[p]), getattr(self, f"host{n}_pause").eq(up.pause_out)]
+                m.d.comb += [
+                    up.pause_in.eq(leaf.host_pause[p]),
+                    getattr(self, f"host{n}_pause").eq(up.pause_out),
+                ]
                 wiring.connect(m, leaf.m_axis_host[p], dn.s_axis)
                 wiring.connect(m, dn.m_axis, wiring.flipped(getattr(self, f"m_host{n}")))
             else:
