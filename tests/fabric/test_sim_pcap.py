@@ -267,12 +267,29 @@ def test_host_streams_through_the_cpp_main(tmp_path):
     assert end == last_beat + quiet + 1 == out.samples[-1][0]
 
 
-# -- end to end through a 2 x 2 x 2 fabric (a 10-30 minute build) --------------------
+# -- end to end through a 2 x 2 x 2 fabric (a 13-26 minute build per mode) --------------------
+
+
+STANDARD = (60, 64, 200, 1000, 1500)
+JUMBO = (60, 64, 200, 1000, 1500, 4000, 9000)
+JUMBO_LOSES_FRAMES = pytest.mark.xfail(
+    strict=True,
+    reason="with 4000 and 9000 B frames among small ones the fabric loses frames without counting "
+    "them, in both modes (GSE 7 of 240, ECMP 17 of 240 and one reordered; docs/fabric.md, gse sim)",
+)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("lb", ["gse"])
-def test_gse_sim_end_to_end(tmp_path, capsys, lb):
+@pytest.mark.parametrize(
+    "lb, sizes",
+    [
+        pytest.param("gse", STANDARD, id="gse"),
+        pytest.param("ecmp", STANDARD, id="ecmp"),
+        pytest.param("gse", JUMBO, marks=JUMBO_LOSES_FRAMES, id="gse-jumbo"),
+        pytest.param("ecmp", JUMBO, marks=JUMBO_LOSES_FRAMES, id="ecmp-jumbo"),
+    ],
+)
+def test_gse_sim_end_to_end(tmp_path, capsys, lb, sizes):
     """IPv4/UDP frames of several flows and mixed sizes from every host to hosts on both
     leaves (and some to unknown MACs): every output pcap holds exactly the frames sent to
     that host, bytes equal, in order within each (source, flow)."""
@@ -283,9 +300,7 @@ def test_gse_sim_end_to_end(tmp_path, capsys, lb):
         for k in range(60):
             dst = rnd.choice([d for d in range(n_hosts) if d != src])
             sport = 1000 + 10 * src + rnd.randrange(3)  # three flows per source
-            frames.append(
-                _udp(_mac(dst), _mac(src), sport, rnd.choice([60, 64, 200, 1000, 1500, 4000, 9000]), k)
-            )
+            frames.append(_udp(_mac(dst), _mac(src), sport, rnd.choice(sizes), k))
         frames.insert(7, _udp("aa:bb:cc:dd:ee:ff", _mac(src), 1, 100, 99))  # no such host
         sent[src] = frames
         wrpcap(str(tmp_path / f"h{src}.pcap"), [Ether(f) for f in frames])
