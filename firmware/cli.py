@@ -10,6 +10,8 @@ gse figures [--write | --check] [--update BLOCK [--bench-json FILE]]
                                              the README's figures table from docs/figures.json
 gse fabric [--lb gse|ecmp|both] [--pattern P] [--json] ...
                                              the leaf-spine fabric benchmark (docs/fabric.md)
+gse sim --pcap-in FILE [FILE ...] -o DIR [--map-macs] [--lb gse|ecmp] ...
+                                             pcaps through the fabric, one pcap per host out
 """
 
 import argparse
@@ -401,6 +403,15 @@ def cmd_fabric(args):
         raise CLIError(str(exc)) from None
 
 
+def cmd_sim(args):
+    from opengse.sim.fabric import sim_command
+
+    try:
+        return sim_command.run(args)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+
+
 def build_parser():
     p = _Parser(prog="gse", description="OpenGSE: export, lint and benchmark the GSE switch blocks.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -525,6 +536,13 @@ def build_parser():
 
     fabric_arguments(sp)
     sp.set_defaults(func=cmd_fabric)
+    sp = sub.add_parser(
+        "sim", help="run frames from pcaps (one per host) through a fabric, write one pcap per host"
+    )
+    from opengse.sim.fabric.sim_command import add_arguments as sim_arguments
+
+    sim_arguments(sp)
+    sp.set_defaults(func=cmd_sim)
     return p
 
 

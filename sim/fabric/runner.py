@@ -122,7 +122,41 @@ def _ports_header(address_map):
     lines += ["};", f"static inline void read_stats(const V{TOP_MODULE}* t, uint64_t* o) {{"]
     lines += [f"    o[{i}] = (uint64_t)t->{s['port']};" for i, s in enumerate(stats)]
     lines += ["}", ""]
-    return "\n".join(lines)
+    return "\n".join(lines + _host_stream_accessors(address_map.get("host_streams", 0)))
+
+
+def _host_stream_accessors(n_hosts):
+    """The C++ main's access to a ``hosts="stream"`` top's host ports (``n_hosts`` 0:
+    a top with generators, and the accessors do nothing)."""
+
+    def switch(signature, body):
+        out = [f"static inline {signature} {{", "    switch (n) {"]
+        for n in range(n_hosts):
+            out.append(f"    case {n}: " + body.format(n=n) + " break;")
+        return out + ["    default: break;", "    }"]
+
+    t = f"V{TOP_MODULE}"
+    lines = [f"static const int N_HOST_STREAMS = {n_hosts};"]
+    lines += switch(
+        f"void host_in_set({t}* t, int n, uint64_t data, uint32_t keep, int last, int valid)",
+        "t->s_host{n}_tdata = data; t->s_host{n}_tkeep = keep; t->s_host{n}_tlast = last; "
+        "t->s_host{n}_tuser = 0; t->s_host{n}_tvalid = valid;",
+    ) + ["}"]
+    lines += switch(f"int host_in_ready(const {t}* t, int n)", "return t->s_host{n}_tready;") + [
+        "    return 0;",
+        "}",
+    ]
+    lines += switch(f"int host_pause(const {t}* t, int n)", "return t->host{n}_pause;") + [
+        "    return 0;",
+        "}",
+    ]
+    lines += switch(f"void host_out_ready({t}* t, int n)", "t->m_host{n}_tready = 1;") + ["}"]
+    lines += switch(
+        f"int host_out_get(const {t}* t, int n, uint64_t* data, uint32_t* keep, int* last, int* user)",
+        "*data = t->m_host{n}_tdata; *keep = t->m_host{n}_tkeep; *last = t->m_host{n}_tlast; "
+        "*user = t->m_host{n}_tuser; return t->m_host{n}_tvalid;",
+    ) + ["    return 0;", "}", ""]
+    return lines
 
 
 def _log(msg):

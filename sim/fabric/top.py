@@ -24,6 +24,12 @@ connect - the leaves' configuration (``node_base``, destination table, tenant, c
 :class:`~.harness.Harness`: ``cfg_valid/cfg_addr/cfg_data`` in, ``o_<unit>_<member>``
 out, listed by :meth:`FabricTop.address_map`.
 
+``hosts="stream"`` replaces the generators and checkers by the top's own ports, for
+``gse sim`` (:mod:`.sim_command`): host n's ingress is ``s_host<n>`` (an AXI4-Stream
+into ``host_up<n>``, always ready like the link; the sender must start a frame only
+while ``host<n>_pause`` is 0, as a generator does) and its egress ``m_host<n>`` (out
+of ``host_dn<n>``; the receiver must take every beat, as a checker does).
+
 Units are named ``leaf<l>``, ``spine<s>``, ``gen<n>``, ``chk<n>``, ``host_up<n>``,
 ``host_dn<n>``, ``fab_up<l>_<u>``, ``fab_dn<u>_<l>``, ``loss_up<l>_<u>``,
 ``loss_dn<u>_<l>``.
@@ -33,15 +39,21 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Module
 from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
 from opengse.rtl.config import GSEConfig
 from opengse.rtl.tb.link import FabricLink
+
+from opengse.rtl.lib.stream import AXIStreamSignature
 
 from .blackbox import BlackBox, PlainStreams
 from .control_loss import ControlLoss
 from .harness import Harness
 
-__all__ = ["FabricShape", "FabricTop", "default_parts"]
+__all__ = ["FabricShape", "FabricTop", "default_parts", "HOST_MODES"]
+
+#: What sits at the host ports: RTL traffic generators and checkers, or top-level streams.
+HOST_MODES = ("gen", "stream")
 
 
 @dataclass(frozen=True)
@@ -130,12 +142,16 @@ def default_parts():
 class FabricTop(wiring.Component):
     """The fabric of ``shape`` in mode ``lb`` ("gse" | "ecmp"); see the module doc.
 
+    ``hosts`` is ``"gen"`` (generators and checkers) or ``"stream"`` (top-level host
+    streams ``s_host<n>`` / ``m_host<n>`` / ``host<n>_pause``, see the module doc).
     ``parts`` overrides :func:`default_parts` (tests substitute small blocks).
     ``black_boxes`` maps each black-boxed module name to the component to export under
     it."""
 
-    def __init__(self, shape=FabricShape(), lb="gse", *, parts=None, black_box=True):
-        self.shape, self.lb = shape, lb
+    def __init__(self, shape=FabricShape(), lb="gse", *, parts=None, black_box=True, hosts="gen"):
+        if hosts not in HOST_MODES:
+            raise ValueError(f"hosts must be one of {HOST_MODES}, not {hosts!r}")
+        self.shape, self.lb, self.hosts = shape, lb, hosts
         parts = {**default_parts(), **(parts or {})}
         L, S, _H, N = shape.leaves, shape.spines, shape.hosts, shape.n_hosts
         w, delay = shape.data_width, shape.delay
@@ -151,8 +167,11 @@ class FabricTop(wiring.Component):
 
         self.leaves = [unit("leaf", "gse_leaf") for _ in range(L)]
         self.spines = [unit("spine", "gse_spine") for _ in range(S)]
-        self.gens = [parts["gen"](shape, lb) for _ in range(N)]
-        self.chks = [parts["chk"](shape, lb) for _ in range(N)]
+        streams = hosts == "stream"
+        if streams and w != 64:
+            raise ValueError(f"host streams are 64-bit (the C++ main's beats), not {w}")
+        self.gens = [] if streams else [parts["gen"](shape, lb) for _ in range(N)]
+        self.chks = [] if streams else [parts["chk"](shape, lb) for _ in range(N)]
         self.host_up = [FabricLink(w, delay=delay) for _ in range(N)]
         self.host_dn = [FabricLink(w, delay=delay) for _ in range(N)]
         self.fab_up = [[FabricLink(w, delay=delay) for _ in range(S)] for _ in range(L)]
@@ -169,12 +188,12 @@ class FabricTop(wiring.Component):
         for s, spine in enumerate(self.spines):
             units.append((f"spine{s}", spine, {"s_axis", "m_axis", "pause", "pause_in"}))
         for n in range(N):
-            units += [
-                (f"gen{n}", self.gens[n], {"m_axis", "pause"}),
-                (f"chk{n}", self.chks[n], {"s_axis"}),
-                (f"host_up{n}", self.host_up[n], link),
-                (f"host_dn{n}", self.host_dn[n], link),
-            ]
+            if not streams:
+                units += [
+                    (f"gen{n}", self.gens[n], {"m_axis", "pause"}),
+                    (f"chk{n}", self.chks[n], {"s_axis"}),
+                ]
+            units += [(f"host_up{n}", self.host_up[n], link), (f"host_dn{n}", self.host_dn[n], link)]
         for l in range(L):
             for u in range(S):
                 units += [
@@ -184,10 +203,19 @@ class FabricTop(wiring.Component):
                     (f"loss_dn{u}_{l}", self.loss_dn[u][l], {"s_axis", "m_axis"}),
                 ]
         self.harness = Harness(units)
-        super().__init__(self.harness.members())
+        members = self.harness.members()
+        if streams:
+            for n in range(N):
+                members[f"s_host{n}"] = In(AXIStreamSignature(w))
+                members[f"m_host{n}"] = Out(AXIStreamSignature(w))
+                members[f"host{n}_pause"] = Out(1)
+        super().__init__(members)
 
     def address_map(self):
-        return {**self.harness.address_map(), "shape": self.shape.as_dict(), "lb": self.lb}
+        out = {**self.harness.address_map(), "shape": self.shape.as_dict(), "lb": self.lb}
+        if self.hosts == "stream":
+            out["host_streams"] = self.shape.n_hosts
+        return out
 
     def elaborate(self, platform):
         m = Module()
@@ -198,20 +226,27 @@ class FabricTop(wiring.Component):
             m.submodules[f"spine{s}"] = spine
         for n in range(self.shape.n_hosts):
             l, p = divmod(n, H)
-            leaf, gen, chk, up, dn = (
-                self.leaves[l],
-                self.gens[n],
-                self.chks[n],
-                self.host_up[n],
-                self.host_dn[n],
-            )
-            for name, sub in (("gen", gen), ("chk", chk), ("host_up", up), ("host_dn", dn)):
-                m.submodules[f"{name}{n}"] = sub
-            wiring.connect(m, gen.m_axis, up.s_axis)
-            wiring.connect(m, up.m_axis, leaf.s_axis_host[p])
-            m.d.comb += [up.pause_in.eq(leaf.host_pause[p]), gen.pause.eq(up.pause_out)]
-            wiring.connect(m, leaf.m_axis_host[p], dn.s_axis)
-            wiring.connect(m, dn.m_axis, chk.s_axis)
+            leaf, up, dn = self.leaves[l], self.host_up[n], self.host_dn[n]
+            if self.hosts == "stream":
+                for name, sub in (("host_up", up), ("host_dn", dn)):
+                    m.submodules[f"{name}{n}"] = sub
+                wiring.connect(m, wiring.flipped(getattr(self, f"s_host{n}")), up.s_axis)
+                wiring.connect(m, up.m_axis, leaf.s_axis_host[p])
+                m.d.comb += [
+                    up.pause_in.eq(leaf.host_pause[p]),
+                    getattr(self, f"host{n}_pause").eq(up.pause_out),
+                ]
+                wiring.connect(m, leaf.m_axis_host[p], dn.s_axis)
+                wiring.connect(m, dn.m_axis, wiring.flipped(getattr(self, f"m_host{n}")))
+            else:
+                gen, chk = self.gens[n], self.chks[n]
+                for name, sub in (("gen", gen), ("chk", chk), ("host_up", up), ("host_dn", dn)):
+                    m.submodules[f"{name}{n}"] = sub
+                wiring.connect(m, gen.m_axis, up.s_axis)
+                wiring.connect(m, up.m_axis, leaf.s_axis_host[p])
+                m.d.comb += [up.pause_in.eq(leaf.host_pause[p]), gen.pause.eq(up.pause_out)]
+                wiring.connect(m, leaf.m_axis_host[p], dn.s_axis)
+                wiring.connect(m, dn.m_axis, chk.s_axis)
             m.d.comb += [dn.pause_in.eq(0), leaf.host_pause_in[p].eq(dn.pause_out)]
         for l in range(L):
             leaf = self.leaves[l]
