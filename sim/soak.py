@@ -39,7 +39,7 @@ from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiStreamFrame
 
 from .cocotb_util import WaitTimeout
-from .gse_scapy import GSE_ETHERTYPE, tag
+from .gse_scapy import GSE_ETHERTYPE
 
 __all__ = [
     "SOAK_ENV",
@@ -49,6 +49,7 @@ __all__ = [
     "soak_env",
     "soak_inputs",
     "soak_time_limit_ms",
+    "gse_header",
     "Hostile",
     "HostileFrames",
     "ProgressWatchdog",
@@ -112,6 +113,24 @@ class Hostile:
     keep_odd: bool = False
 
 
+def gse_header(ver=1, type=0, flags=0, tc=0, tenant=0, src_node=0, dst_node=0, port=0, ttl=64, seq=0,
+               len=0, dgsq=0, next_type=0):
+    """The 18 bytes of a GSE header, from the brief's byte table (the same as
+    ``bytes(gse_scapy.GSE(...))``, checked in tests/header/test_parser_soak.py; built
+    here without scapy because a soak makes 1e5 of them)."""
+    return bytes(
+        (
+            (ver & 15) << 4 | (type & 15),
+            flags & 255,
+            (tc & 7) << 5 | (tenant >> 8) & 15,
+            tenant & 255,
+        )
+    ) + b"".join(
+        v.to_bytes(k, "big")
+        for v, k in ((src_node, 2), (dst_node, 2), (port, 1), (ttl, 1), (seq, 2), (len, 2), (dgsq, 2), (next_type, 2))
+    )
+
+
 def _bytes(rng, n):
     return rng.randbytes(n)
 
@@ -125,24 +144,26 @@ class HostileFrames:
     ttl, len, bad, and their combinations); :meth:`host` makes frames as a host port
     sees them (plain frames, spoofed GSE EtherType, runts, bad). ``hostile`` is the
     share of frames with at least one fault. Sizes run from 1 byte to ``max_size``
-    (10 kB), mostly short so that a soak of 1e4 frames stays short; ``big_share`` of
-    them are 1500 bytes to ``max_size``."""
+    (10 kB), mostly short (60 to 160 bytes, runts 1 to 31) so that a soak of 1e4
+    frames stays short; one in ``big_every`` is 1500 bytes to ``max_size``."""
 
-    def __init__(self, rng, width, hostile=0.7, max_size=10_000, big_share=0.01, ethertype=GSE_ETHERTYPE):
+    def __init__(self, rng, width, hostile=0.7, max_size=10_000, big_every=500, ethertype=GSE_ETHERTYPE):
         self.rng = rng
         self.width = width
         self.hostile = hostile
         self.max_size = max_size
-        self.big_share = big_share
+        self.big_every = big_every
         self.ethertype = ethertype
         self.made = {}
+        self.count = 0
 
     # --- sizes, fields -------------------------------------------------------
-    def size(self, low=60):
-        r = self.rng
-        if r.random() < self.big_share:
-            return r.randint(max(low, 1500), self.max_size)
-        return r.randint(low, max(low, 200))
+    def size(self, low=60, high=160):
+        return self.rng.randint(low, max(low, high))
+
+    def _big_turn(self):
+        self.count += 1
+        return self.count % self.big_every == 0
 
     def gse_fields(self, **over):
         r = self.rng
@@ -173,7 +194,8 @@ class HostileFrames:
         orig = self.plain(max(14, orig_size))
         fields = self.gse_fields(**over)
         fields.setdefault("len", len(orig))
-        return tag(orig, ethertype=self.ethertype, **fields)
+        fields["next_type"] = int.from_bytes(orig[12:14], "big")
+        return orig[:12] + self.ethertype.to_bytes(2, "big") + gse_header(**fields) + orig[14:]
 
     # --- per-beat shaping ----------------------------------------------------
     def shape(self, raw, label, bad=False, keep=None, tuser_early=False):
@@ -223,9 +245,12 @@ class HostileFrames:
     def fabric(self):
         """One frame as a fabric port sees it (see the class docstring)."""
         r = self.rng
+        big = self._big_turn()
         bad = r.random() < 0.1
         early = r.random() < 0.05
-        if r.random() >= self.hostile:
+        if big:
+            kind = "big"
+        elif r.random() >= self.hostile:
             kind = r.choice(("data", "data", "data", "ctl", "plain"))
         else:
             kind = r.choice(
@@ -243,7 +268,6 @@ class HostileFrames:
                     "keep_zero",
                     "keep_holes",
                     "tiny",
-                    "big",
                 )
             )
         if kind == "data":
@@ -258,7 +282,7 @@ class HostileFrames:
         if kind == "runt+bad":
             return self.shape(_bytes(r, r.randint(1, 13)), "runt+bad", True)
         if kind == "runt_gse":
-            raw = self.gse(self.size() - 18)
+            raw = self.gse(self.size(60, 90) - 18)
             return self.shape(raw[: r.randint(14, 31)], "runt_gse", bad)
         if kind in ("ver", "ver+type", "ver+ttl"):
             over = {}
@@ -266,16 +290,16 @@ class HostileFrames:
                 over["type"] = r.randrange(4, 16)
             if "ttl" in kind:
                 over["ttl"] = 0
-            raw = bytearray(self.gse(self.size() - 18, **over))
+            raw = bytearray(self.gse(self.size(60, 90) - 18, **over))
             raw[14] = (r.choice((0, 2, 3, 7, 15)) << 4) | (raw[14] & 15)
             return self.shape(bytes(raw), kind, bad)
         if kind in ("type", "type+ttl"):
             over = {"type": r.randrange(4, 16)}
             if kind == "type+ttl":
                 over["ttl"] = 0
-            return self.shape(self.gse(self.size() - 18, **over), kind, bad)
+            return self.shape(self.gse(self.size(60, 90) - 18, **over), kind, bad)
         if kind == "ttl":
-            return self.shape(self.gse(self.size() - 18, ttl=0), "ttl", bad)
+            return self.shape(self.gse(self.size(60, 90) - 18, ttl=0), "ttl", bad)
         if kind == "len":
             orig = self.size() - 18
             wrong = (orig + r.choice((-1, 1, 7, -46, 1000, 30000))) % 65536
@@ -293,12 +317,15 @@ class HostileFrames:
         """One frame as a host port sees it: plain frames, spoofs (the GSE EtherType
         already), runts, bad frames, odd ``tkeep``, 1 byte to ``max_size``."""
         r = self.rng
+        big = self._big_turn()
         bad = r.random() < 0.1
-        if r.random() >= self.hostile:
+        if r.random() >= self.hostile and not big:
             return self.shape(self.plain(self.size()), "plain" + ("+bad" if bad else ""), bad)
-        kind = r.choice(("spoof", "spoof+bad", "runt", "runt+bad", "keep_zero", "keep_holes", "big", "tuser_early"))
+        kind = r.choice(("spoof", "spoof+bad", "runt", "runt+bad", "keep_zero", "keep_holes", "tuser_early"))
+        if big:
+            kind = "big"
         if kind.startswith("spoof"):
-            return self.shape(self.plain(self.size(), self.ethertype), kind, kind.endswith("bad"))
+            return self.shape(self.plain(self.size(60, 90), self.ethertype), kind, kind.endswith("bad"))
         if kind.startswith("runt"):
             return self.shape(_bytes(r, r.randint(1, 13)), kind, kind.endswith("bad"))
         if kind.startswith("keep"):

@@ -37,8 +37,8 @@ async def test_parser_soak(dut):
     sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
     hdr = FieldStreamSink(dut, "m_hdr", dut.clk, SIDE_FIELDS)
     source.set_pause_generator(random_pause(rng, 0.2))
-    sink.set_pause_generator(random_pause(rng, 0.3))
-    hdr.set_pause_generator(random_pause(rng, 0.3))
+    sink.set_pause_generator(random_pause(rng, 0.2))
+    hdr.set_pause_generator(random_pause(rng, 0.2))
     await reset_dut(dut)
 
     gen = HostileFrames(rng, width)
