@@ -28,7 +28,23 @@ def last_user(frame):
 
 @cocotb.test()
 async def test_parser_soak(dut):
-    n = soak_inputs()
+    await run_soak(dut, soak_inputs())
+
+
+@cocotb.test()
+async def test_parser_soak_stuck(dut):
+    """A deliberately stuck consumer: m_axis_tready held low. The watchdog must fail
+    this test ("no beat produced on m_axis for 2000 clocks"); tests/header/
+    test_parser_soak.py runs it alone and checks that it failed so."""
+    await run_soak(dut, 200, stuck=True, limit=2000)
+
+
+def _never():
+    while True:
+        yield True
+
+
+async def run_soak(dut, n, stuck=False, limit=20_000):
     params = test_params()
     width, strip = params["data_width"] // 8, bool(params["strip"])
     rng = random.Random(1800 + width + strip)
@@ -37,7 +53,7 @@ async def test_parser_soak(dut):
     sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
     hdr = FieldStreamSink(dut, "m_hdr", dut.clk, SIDE_FIELDS)
     source.set_pause_generator(random_pause(rng, 0.2))
-    sink.set_pause_generator(random_pause(rng, 0.2))
+    sink.set_pause_generator(_never() if stuck else random_pause(rng, 0.2))
     hdr.set_pause_generator(random_pause(rng, 0.2))
     await reset_dut(dut)
 
@@ -47,7 +63,7 @@ async def test_parser_soak(dut):
     got_frames, got_hdrs = deque(), deque()
     checked = 0
 
-    wd = ProgressWatchdog(dut.clk, limit=20_000)
+    wd = ProgressWatchdog(dut.clk, limit=limit)
     wd.watch("s_axis", dut.s_axis_tvalid, dut.s_axis_tready, "accepted", lambda: source.count() + (not source.idle()))
     wd.watch("m_axis", dut.m_axis_tvalid, dut.m_axis_tready, "produced", lambda: len(expected))
     wd.start()

@@ -12,6 +12,7 @@ def _run(data_width, strip, n):
         "parser",
         {"data_width": data_width, "strip": strip},
         "cocotb_parser_soak",
+        testcase="test_parser_soak",
         extra_env=soak_env(n),
         sim_time_limit_ms=soak_time_limit_ms(n, 60),
     )
@@ -27,6 +28,21 @@ def test_parser_soak():
 @pytest.mark.parametrize("strip", [0, 1])
 def test_parser_soak_slow(strip):
     _run(64, strip, soak_count(slow=True))
+
+
+def test_stuck_consumer_fails_naming_the_port():
+    """A DUT that stops (m_axis_tready held low) fails the soak within its watchdog
+    limit, with a message naming the port and what was waited for; not a hang."""
+    with pytest.raises(AssertionError) as err:
+        run_cocotb(
+            "parser",
+            {"data_width": 64, "strip": 1},
+            "cocotb_parser_soak",
+            testcase="test_parser_soak_stuck",
+            sim_time_limit_ms=5,
+        )
+    first = str(err.value).splitlines()[0]
+    assert "WaitTimeout" in first and "no beat produced on m_axis for 2000 clocks" in first, first
 
 
 def test_soak_header_matches_scapy():
