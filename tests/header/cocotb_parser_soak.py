@@ -104,6 +104,7 @@ async def run_soak(dut, n, stuck=False, limit=20_000):
     while expected:
         await wd.wait(lambda: not sink.empty() or not hdr.empty(), f"frame {expected[0][0]} on m_axis")
         drain()
+    await wd.wait(lambda: source.idle(), "s_axis to take every frame")
     for _ in range(200):
         await RisingEdge(dut.clk)
     drain()

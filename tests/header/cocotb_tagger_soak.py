@@ -92,6 +92,7 @@ async def test_tagger_soak(dut):
     while expected:
         await wd.wait(lambda: not sink.empty(), f"frame {expected[0][0]} on m_axis")
         drain()
+    await wd.wait(lambda: source.idle(), "s_axis to take every frame")
     for _ in range(200):
         await RisingEdge(dut.clk)
     drain()
