@@ -113,21 +113,38 @@ class Hostile:
     keep_odd: bool = False
 
 
-def gse_header(ver=1, type=0, flags=0, tc=0, tenant=0, src_node=0, dst_node=0, port=0, ttl=64, seq=0,
-               len=0, dgsq=0, next_type=0):
+def gse_header(
+    ver=1,
+    type=0,
+    flags=0,
+    tc=0,
+    tenant=0,
+    src_node=0,
+    dst_node=0,
+    port=0,
+    ttl=64,
+    seq=0,
+    len=0,
+    dgsq=0,
+    next_type=0,
+):
     """The 18 bytes of a GSE header, from the brief's byte table (the same as
     ``bytes(gse_scapy.GSE(...))``, checked in tests/header/test_parser_soak.py; built
     here without scapy because a soak makes 1e5 of them)."""
     return bytes(
-        (
-            (ver & 15) << 4 | (type & 15),
-            flags & 255,
-            (tc & 7) << 5 | (tenant >> 8) & 15,
-            tenant & 255,
-        )
+        ((ver & 15) << 4 | (type & 15), flags & 255, (tc & 7) << 5 | (tenant >> 8) & 15, tenant & 255)
     ) + b"".join(
         v.to_bytes(k, "big")
-        for v, k in ((src_node, 2), (dst_node, 2), (port, 1), (ttl, 1), (seq, 2), (len, 2), (dgsq, 2), (next_type, 2))
+        for v, k in (
+            (src_node, 2),
+            (dst_node, 2),
+            (port, 1),
+            (ttl, 1),
+            (seq, 2),
+            (len, 2),
+            (dgsq, 2),
+            (next_type, 2),
+        )
     )
 
 
@@ -271,7 +288,9 @@ class HostileFrames:
                 )
             )
         if kind == "data":
-            return self.shape(self.gse(self.size() - 18, type=0), "data" + ("+bad" if bad else ""), bad, None, early)
+            return self.shape(
+                self.gse(self.size() - 18, type=0), "data" + ("+bad" if bad else ""), bad, None, early
+            )
         if kind == "ctl":
             raw = self.gse(42, type=r.randrange(1, 4), len=r.randrange(65536))
             return self.shape(raw, "ctl" + ("+bad" if bad else ""), bad)
@@ -412,7 +431,9 @@ class ProgressWatchdog:
                     continue
                 p.quiet += 1
                 if p.quiet >= self.limit:
-                    self.failure = f"no beat {p.what} on {p.name} for {self.limit} clocks ({left} still pending)"
+                    self.failure = (
+                        f"no beat {p.what} on {p.name} for {self.limit} clocks ({left} still pending)"
+                    )
                     raise WaitTimeout(self.failure)
 
     def check(self):
@@ -440,7 +461,9 @@ def check_conservation(sent, delivered, counters, expected, drop_names, what="fr
     drops = sum(counters[d] for d in drop_names)
     msgs = []
     if wrong:
-        msgs.append("counters differ (got, sent): " + ", ".join(f"{k} {g} != {e}" for k, (g, e) in wrong.items()))
+        msgs.append(
+            "counters differ (got, sent): " + ", ".join(f"{k} {g} != {e}" for k, (g, e) in wrong.items())
+        )
     if delivered + drops != sent:
         msgs.append(f"{what}: delivered {delivered} + dropped {drops} != sent {sent}")
     assert not msgs, "; ".join(msgs)

@@ -63,7 +63,13 @@ async def test_ctl_decoder_soak(dut):
     expected = deque()
     sent = ReasonTally(COUNTERS)
     wd = ProgressWatchdog(dut.clk, limit=20_000)
-    wd.watch("s_axis", dut.s_axis_tvalid, dut.s_axis_tready, "accepted", lambda: source.count() + (not source.idle()))
+    wd.watch(
+        "s_axis",
+        dut.s_axis_tvalid,
+        dut.s_axis_tready,
+        "accepted",
+        lambda: source.count() + (not source.idle()),
+    )
     wd.watch("m_ctl", dut.m_ctl_valid, dut.m_ctl_ready, "produced", lambda: len(expected))
     wd.start()
     checked = 0
@@ -94,7 +100,9 @@ async def test_ctl_decoder_soak(dut):
             for _ in range(4):
                 await RisingEdge(dut.clk)
             total = sum(int(getattr(dut, f"stat_{c}").value) for c in COUNTERS)
-            assert total == i + 1, f"frame {i} {h.label} {len(h.frame.tdata)} B keep {h.frame.tkeep[-8:]} counted nowhere ({counter} expected)"
+            assert total == i + 1, (
+                f"frame {i} ({h.label}, {len(h.frame.tdata)} B) counted nowhere ({counter} expected)"
+            )
     while expected:
         await wd.wait(lambda: not sink.empty(), f"entry of frame {expected[0][0]} on m_ctl")
         drain()

@@ -64,7 +64,13 @@ async def run_soak(dut, n, stuck=False, limit=20_000):
     checked = 0
 
     wd = ProgressWatchdog(dut.clk, limit=limit)
-    wd.watch("s_axis", dut.s_axis_tvalid, dut.s_axis_tready, "accepted", lambda: source.count() + (not source.idle()))
+    wd.watch(
+        "s_axis",
+        dut.s_axis_tvalid,
+        dut.s_axis_tready,
+        "accepted",
+        lambda: source.count() + (not source.idle()),
+    )
     wd.watch("m_axis", dut.m_axis_tvalid, dut.m_axis_tready, "produced", lambda: len(expected))
     wd.start()
 
@@ -80,7 +86,9 @@ async def run_soak(dut, n, stuck=False, limit=20_000):
             i, label, out, want_hdr, err = expected.popleft()
             where = f"frame {i} ({label}, {len(out)} B)"
             assert got_hdr == want_hdr, f"{where}: header {got_hdr} != {want_hdr}"
-            assert bytes(got.tdata) == out, f"{where}: data differs\n{bytes(got.tdata)[:64].hex()}\n{out[:64].hex()}"
+            assert bytes(got.tdata) == out, (
+                f"{where}: data differs\n{bytes(got.tdata)[:64].hex()}\n{out[:64].hex()}"
+            )
             assert last_user(got) == int(err), f"{where}: tuser {last_user(got)} != {int(err)}"
             checked += 1
 
@@ -108,7 +116,9 @@ async def run_soak(dut, n, stuck=False, limit=20_000):
     for _ in range(200):
         await RisingEdge(dut.clk)
     drain()
-    assert sink.empty() and hdr.empty() and not got_frames and not got_hdrs, "output left over after the expected frames"
+    assert sink.empty() and hdr.empty() and not got_frames and not got_hdrs, (
+        "output left over after the expected frames"
+    )
     counters = {c: int(getattr(dut, f"stat_{c}").value) for c in COUNTERS}
     check_conservation(n, counters["frames"] + counters["other"], counters, sent.counts, DROPS)
     dut._log.info("parser soak: %d frames, %d delivered; made: %s", n, checked, gen.made)

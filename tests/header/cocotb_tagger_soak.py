@@ -55,7 +55,13 @@ async def test_tagger_soak(dut):
     sent = ReasonTally(COUNTERS)
     checked = 0
     wd = ProgressWatchdog(dut.clk, limit=20_000)
-    wd.watch("s_axis", dut.s_axis_tvalid, dut.s_axis_tready, "accepted", lambda: source.count() + (not source.idle()))
+    wd.watch(
+        "s_axis",
+        dut.s_axis_tvalid,
+        dut.s_axis_tready,
+        "accepted",
+        lambda: source.count() + (not source.idle()),
+    )
     wd.watch("m_axis", dut.m_axis_tvalid, dut.m_axis_tready, "produced", lambda: len(expected))
     wd.start()
 
@@ -66,7 +72,9 @@ async def test_tagger_soak(dut):
             assert expected, f"a frame out of nothing after {checked} frames"
             i, label, out, bad = expected.popleft()
             where = f"frame {i} ({label}, {len(out)} B)"
-            assert bytes(got.tdata) == out, f"{where}: data differs\n{bytes(got.tdata)[:64].hex()}\n{out[:64].hex()}"
+            assert bytes(got.tdata) == out, (
+                f"{where}: data differs\n{bytes(got.tdata)[:64].hex()}\n{out[:64].hex()}"
+            )
             assert last_user(got) == int(bad), f"{where}: tuser {last_user(got)} != {int(bad)}"
             checked += 1
 
@@ -82,7 +90,12 @@ async def test_tagger_soak(dut):
             if h.bad:
                 sent.add("err_frame")
             s = h.seen
-            out = s[:12] + GSE_ETHERTYPE.to_bytes(2, "big") + gse_header(next_type=int.from_bytes(s[12:14], "big"), **fields) + s[14:]
+            out = (
+                s[:12]
+                + GSE_ETHERTYPE.to_bytes(2, "big")
+                + gse_header(next_type=int.from_bytes(s[12:14], "big"), **fields)
+                + s[14:]
+            )
             expected.append((i, h.label, out, h.bad))
         if source.count() >= 16:
             await wd.wait(lambda: source.count() < 16, "room in the s_axis queue")

@@ -28,14 +28,23 @@ async def clean_after_reset(tb, nq, nt, what):
     assert not seen, f"{what}: stale output after reset ({seen} valid clocks on m_axis/m_deq_done/m_desc)"
     check_full_return(
         dut,
-        {"stat_free_cells": CELLS, "stat_queued_cells": 0, "stat_deq_cells": 0, "stat_enq_cells": 0,
-         "stat_enq_pkts": 0, "stat_deq_pkts": 0, **{f"stat_drop_{r}": 0 for r in DROP_REASONS}},
+        {
+            "stat_free_cells": CELLS,
+            "stat_queued_cells": 0,
+            "stat_deq_cells": 0,
+            "stat_enq_cells": 0,
+            "stat_enq_pkts": 0,
+            "stat_deq_pkts": 0,
+            **{f"stat_drop_{r}": 0 for r in DROP_REASONS},
+        },
         ("stat_invariant_err",),
         what,
     )
     for q in range(nq):
         got = await tb.query(queue=q)
-        assert (got["pkts"], got["bytes"], got["cells"], got["drops"]) == (0, 0, 0, 0), f"{what}: queue {q} {got}"
+        assert (got["pkts"], got["bytes"], got["cells"], got["drops"]) == (0, 0, 0, 0), (
+            f"{what}: queue {q} {got}"
+        )
     for t in range(nt):
         got = await tb.query(tenant=t)
         assert (got["tcells"], got["tdrops"]) == (0, 0), f"{what}: tenant {t} {got}"
@@ -85,7 +94,9 @@ async def test_voq_random_resets(dut):
                 released += npk
         await tb.check_counters(m, queues=range(nq), tenants=range(nt))
         drops = sum(int(getattr(dut, f"stat_drop_{x}").value) for x in DROP_REASONS)
-        assert released + drops == n_fresh, f"after reset {r}: released {released} + drops {drops} != sent {n_fresh}"
+        assert released + drops == n_fresh, (
+            f"after reset {r}: released {released} + drops {drops} != sent {n_fresh}"
+        )
         assert int(dut.stat_enq_pkts.value) == int(dut.stat_deq_pkts.value) == released == m.enq_pkts
         await tb.final_checks()
     dut._log.info("voq: %d random resets, clean each time", RESETS)

@@ -86,8 +86,16 @@ async def test_voq_soak(dut):
     released = [0]
 
     wd = ProgressWatchdog(dut.clk, limit=20_000)
-    wd.watch("s_axis", dut.s_axis_tvalid, dut.s_axis_tready, "accepted", lambda: tb.src.count() + tb.src.active)
-    wd.watch("m_axis", dut.m_axis_tvalid, dut.m_axis_tready, "produced", lambda: len(tb.deq_q) + (m.deq_pkts - released[0]))
+    wd.watch(
+        "s_axis", dut.s_axis_tvalid, dut.s_axis_tready, "accepted", lambda: tb.src.count() + tb.src.active
+    )
+    wd.watch(
+        "m_axis",
+        dut.m_axis_tvalid,
+        dut.m_axis_tready,
+        "produced",
+        lambda: len(tb.deq_q) + (m.deq_pkts - released[0]),
+    )
     wd.start()
 
     async def release(q, credit):
