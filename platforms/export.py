@@ -56,10 +56,39 @@ __all__ = [
     "manifest",
     "write_export",
     "WAIVERS",
+    "waivers_for",
 ]
 
-#: Verilator waivers for exported Verilog, written beside every export as ``<module>.vlt``.
+#: Verilator waivers for exported Verilog (every one justified in its comment); each
+#: export gets the part that applies to it as ``<module>.vlt`` (:func:`waivers_for`).
 WAIVERS = Path(__file__).resolve().parent / "verilator_waivers.vlt"
+
+
+def waivers_for(module, text=None):
+    """The waiver file shipped with ``<module>.v``: the header of :data:`WAIVERS`, every
+    group of waivers (a comment and its ``lint_off`` lines) that names no file or
+    whose ``-file`` patterns match ``<module>.v``; groups that name only other modules'
+    files are left out."""
+    from fnmatch import fnmatchcase
+
+    text = WAIVERS.read_text() if text is None else text
+    head, _, body = text.partition("\n\n")
+    groups, current = [], []
+    for line in body.splitlines(keepends=True):
+        if line.startswith("//") and current and not current[-1].startswith("//"):
+            groups.append(current)
+            current = []
+        current.append(line)
+    if current:
+        groups.append(current)
+    out = [head + "\n\n"]
+    for group in groups:
+        files = [re.search(r'-file "([^"]*)"', ln) for ln in group if ln.startswith("lint_off")]
+        if all(f is not None for f in files) and files:
+            if not any(fnmatchcase(f"{module}.v", f.group(1)) for f in files):
+                continue
+        out.append("".join(group))
+    return "".join(out)
 
 
 def _leaves(prefix, shape, value):
@@ -153,17 +182,27 @@ def export_verilog(component, name, *, keep_modules=None):
     return _export(component, name, keep_modules)[0]
 
 
+def _is_memory(obj):
+    # An SRAM, or another memory that names its module per shape and describes itself
+    # (the reorder buffer's SlotRAM, gse_reorder_ram_<depth>x<width>).
+    return isinstance(obj, SRAM) or (
+        isinstance(obj, wiring.Component) and hasattr(obj, "module_name") and callable(getattr(obj, "describe", None))
+    )
+
+
 def sram_modules(fragment):
-    """``{hierarchy path: module name}`` of every :class:`~opengse.rtl.lib.sram.SRAM` in
-    an elaborated design (the fragment of a :class:`_Flat` top): the memories that are
-    kept as modules of their own, found where they are instantiated."""
+    """``{hierarchy path: module name}`` of every memory in an elaborated design (the
+    fragment of a :class:`_Flat` top): each :class:`~opengse.rtl.lib.sram.SRAM`, and
+    each other component with a ``module_name`` and a ``describe()`` (the reorder
+    buffer's slot RAM). They are kept as modules of their own, one per shape, found
+    where they are instantiated."""
     found = {}
 
     def walk(frag, path):
         for sub, sub_name, _src in frag.subfragments:
             obj = (sub.origins or (sub,))[0]
             sub_path = path + (sub_name,)
-            if isinstance(obj, SRAM):
+            if _is_memory(obj):
                 found[".".join(sub_path[1:])] = obj.module_name
             else:
                 walk(sub, sub_path)
@@ -301,11 +340,39 @@ def _cut_kept(fragment, keep_modules):
             path,
             module,
             [("clk", None, PortDirection.Input), ("rst", None, PortDirection.Input)] + ports,
-            memory=obj.describe() if isinstance(obj, SRAM) else None,
+            memory=_memory_description(obj, path),
         )
         k.rtlil = _standalone_rtlil(sub, ports, module)
         kept.append(k)
     return kept
+
+
+#: What a kept memory's manifest entry must state (``describe()`` of the memory).
+MEMORY_KEYS = (
+    "kind",
+    "depth",
+    "width",
+    "write_ports",
+    "read_ports",
+    "read_latency_cycles",
+    "read_enable",
+    "read_during_write",
+    "reset",
+    "reset_less",
+)
+
+
+def _memory_description(obj, path):
+    # An SRAM (rtl/lib/sram.py), or any other kept memory with a ``describe()`` (the
+    # reorder buffer's SlotRAM): its shape, ports and timing for the manifest. A kept
+    # module that is not a memory has none.
+    if not _is_memory(obj):
+        return None
+    doc = obj.describe()
+    missing = [k for k in MEMORY_KEYS if k not in doc]
+    if missing:
+        raise ValueError(f"keep_modules: memory {path!r} does not describe its {', '.join(missing)}")
+    return doc
 
 
 def _find(fragment, names, path):
@@ -563,7 +630,7 @@ def write_export(component, name, parameters, out_dir, *, description="", keep_m
     # The lint waivers travel with the Verilog (each one is justified in the file).
     w_path = out_dir / f"{name}.vlt"
     doc["verilator_waivers"] = w_path.name
-    _write_if_changed(w_path, WAIVERS.read_text())
+    _write_if_changed(w_path, waivers_for(name))
     _write_if_changed(v_path, verilog)
     _write_if_changed(j_path, json.dumps(doc, indent=2) + "\n")
     return v_path, j_path

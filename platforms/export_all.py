@@ -53,9 +53,45 @@ _FROM_CONFIG = {
     "sprayer": GSEConfig.sprayer_params,
     "reorder": GSEConfig.reorder_params,
     "link_monitor": lambda c: {"data_width": c.data_width, "links": c.uplinks},
+    "leaf": lambda c: _leaf_params(c),
+    "spine": lambda c: _spine_params(c),
 }
 
-_SRAM_MODULE = re.compile(r"^module (gse_sram_\w+)\(.*?^endmodule\n", re.M | re.S)
+#: The catalog leaf's largest frame (rtl/tops/leaf, LEAF_PARAMS): its reorder slots
+#: must hold a container and the frame that may overrun it.
+_LEAF_MAX_FRAME = 1536
+
+
+def _leaf_params(c):
+    # GSELeaf builds its GSEConfig from these; the rest ([blocks.leaf]) are its own.
+    # The slot is the power of two at or above a container, a frame and the tag.
+    need = c.container_bytes + _LEAF_MAX_FRAME + 18
+    return {
+        "data_width": c.data_width,
+        "host_ports": c.host_ports,
+        "uplinks": c.uplinks,
+        "nodes": c.nodes,
+        "queues": c.queues,
+        "voq_buffer_bytes": c.voq_buffer_bytes,
+        "egress_buffer_bytes": c.egress_buffer_bytes,
+        "reorder_window": c.reorder_window,
+        "container_bytes": c.container_bytes,
+        "max_frame_bytes": _LEAF_MAX_FRAME,
+        "slot_bytes": 1 << (need - 1).bit_length(),
+    }
+
+
+def _spine_params(c):
+    # One spine port per leaf: ``nodes`` host ports in all, ``host_ports`` a leaf.
+    return {
+        "data_width": c.data_width,
+        "nodes": c.nodes,
+        "ports": max(2, c.nodes // c.host_ports),
+        "ethertype": c.ethertype,
+    }
+
+#: Memory modules (one per shape): defined once in ``memories/``, not in block files.
+_SRAM_MODULE = re.compile(r"^module (gse_sram_\w+|gse_reorder_ram_\w+)\(.*?^endmodule\n", re.M | re.S)
 
 
 class ConfigError(ValueError):
