@@ -125,11 +125,16 @@ def test_tops_take_the_shared_configuration():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(7200)
 def test_export_all_tops_deterministic(tmp_path):
     """The tops, exported twice from one configuration: byte-identical, lint-clean with
     the shipped waivers, one design for Icarus. Slow: the leaf's export takes minutes
     (``make test-slow``)."""
-    cfg, over = load_config(text="[gse]\nhost_ports = 2\nuplinks = 2\nnodes = 8\nqueues = 16\n")
+    # The catalog leaf's sizes (rtl/tops/leaf LEAF_PARAMS): the smallest useful leaf.
+    cfg, over = load_config(
+        text="[gse]\nhost_ports = 2\nuplinks = 2\nnodes = 8\nqueues = 16\nvoq_buffer_bytes = 16384\n"
+        "egress_buffer_bytes = 8192\nreorder_window = 2\ncontainer_bytes = 2048\n"
+    )
     names = ["leaf", "spine"]
     a = export_all(tmp_path / "a", cfg, over, names=names, log=lambda *_: None)
     export_all(tmp_path / "b", cfg, over, names=names, log=lambda *_: None)
