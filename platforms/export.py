@@ -188,7 +188,9 @@ def _is_memory(obj):
     # An SRAM, or another memory that names its module per shape and describes itself
     # (the reorder buffer's SlotRAM, gse_reorder_ram_<depth>x<width>).
     return isinstance(obj, SRAM) or (
-        isinstance(obj, wiring.Component) and hasattr(obj, "module_name") and callable(getattr(obj, "describe", None))
+        isinstance(obj, wiring.Component)
+        and hasattr(obj, "module_name")
+        and callable(getattr(obj, "describe", None))
     )
 
 

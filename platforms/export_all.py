@@ -91,6 +91,7 @@ def _spine_params(c):
         "ethertype": c.ethertype,
     }
 
+
 #: Memory modules (one per shape): defined once in ``memories/``, not in block files.
 _SRAM_MODULE = re.compile(r"^module (gse_sram_\w+|gse_reorder_ram_\w+)\(.*?^endmodule\n", re.M | re.S)
 
