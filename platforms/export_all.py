@@ -77,6 +77,7 @@ def _leaf_params(c):
         "egress_buffer_bytes": c.egress_buffer_bytes,
         "reorder_window": c.reorder_window,
         "container_bytes": c.container_bytes,
+        "max_inflight": getattr(c, "max_inflight", None),  # where GSEConfig has it
         "max_frame_bytes": _LEAF_MAX_FRAME,
         "slot_bytes": 1 << (need - 1).bit_length(),
     }
@@ -170,7 +171,7 @@ def block_params(spec, cfg, overrides):
     """A block's parameters: its defaults, what the shared config gives it, then its own
     table. The block itself checks the combination; its error names the block."""
     shared = _FROM_CONFIG.get(spec.name, lambda c: {})(cfg)
-    shared = {k: v for k, v in shared.items() if k in spec.params}
+    shared = {k: v for k, v in shared.items() if k in spec.params and v is not None}
     params = resolve_params(spec, {**shared, **overrides.get(spec.name, {})})
     return params
 
