@@ -43,6 +43,8 @@ from amaranth.hdl._ast import SignalSet
 from amaranth.hdl._ir import PortDirection
 from amaranth.hdl._mem import MemoryInstance
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.cdc import PulseSynchronizer
+from amaranth.lib.fifo import AsyncFIFO
 from amaranth._toolchain.yosys import find_yosys
 
 from opengse.rtl.lib.sram import SRAM
@@ -56,10 +58,39 @@ __all__ = [
     "manifest",
     "write_export",
     "WAIVERS",
+    "waivers_for",
 ]
 
-#: Verilator waivers for exported Verilog, written beside every export as ``<module>.vlt``.
+#: Verilator waivers for exported Verilog (every one justified in its comment); each
+#: export gets the part that applies to it as ``<module>.vlt`` (:func:`waivers_for`).
 WAIVERS = Path(__file__).resolve().parent / "verilator_waivers.vlt"
+
+
+def waivers_for(module, text=None):
+    """The waiver file shipped with ``<module>.v``: the header of :data:`WAIVERS`, every
+    group of waivers (a comment and its ``lint_off`` lines) that names no file or
+    whose ``-file`` patterns match ``<module>.v``; groups that name only other modules'
+    files are left out."""
+    from fnmatch import fnmatchcase
+
+    text = WAIVERS.read_text() if text is None else text
+    head, _, body = text.partition("\n\n")
+    groups, current = [], []
+    for line in body.splitlines(keepends=True):
+        if line.startswith("//") and current and not current[-1].startswith("//"):
+            groups.append(current)
+            current = []
+        current.append(line)
+    if current:
+        groups.append(current)
+    out = [head + "\n\n"]
+    for group in groups:
+        files = [re.search(r'-file "([^"]*)"', ln) for ln in group if ln.startswith("lint_off")]
+        if all(f is not None for f in files) and files:
+            if not any(fnmatchcase(f"{module}.v", f.group(1)) for f in files):
+                continue
+        out.append("".join(group))
+    return "".join(out)
 
 
 def _leaves(prefix, shape, value):
@@ -153,18 +184,72 @@ def export_verilog(component, name, *, keep_modules=None):
     return _export(component, name, keep_modules)[0]
 
 
+def _is_memory(obj):
+    # An SRAM, or another memory that names its module per shape and describes itself
+    # (the reorder buffer's SlotRAM, gse_reorder_ram_<depth>x<width>).
+    return isinstance(obj, SRAM) or (
+        isinstance(obj, wiring.Component)
+        and hasattr(obj, "module_name")
+        and callable(getattr(obj, "describe", None))
+    )
+
+
+def _cdc(obj):
+    """A clock-domain crossing kept as a module of its own: ``(module name, clocks,
+    description)`` with ``clocks`` = ``[(clock port, reset port, domain)]``, or None.
+
+    * an ``AsyncFIFO`` is ``gse_cdc_async_fifo_<depth>x<width>``, clocks ``wclk``/``wrst``
+      (write side) and ``rclk``/``rrst`` (read side);
+    * a ``PulseSynchronizer`` is ``gse_cdc_pulse``, clocks ``iclk``/``irst`` and
+      ``oclk``/``orst``.
+    Their other ports are their own signals (``w_data, w_en, w_rdy, w_level, r_data,
+    r_en, r_rdy, r_level, r_rst``; ``i``, ``o``)."""
+    if isinstance(obj, AsyncFIFO):
+        w, r = obj._w_domain, obj._r_domain
+        return (
+            f"gse_cdc_async_fifo_{obj.depth}x{obj.width}",
+            [("wclk", "wrst", w), ("rclk", "rrst", r)],
+            {
+                "kind": "async_fifo",
+                "depth": obj.depth,
+                "width": obj.width,
+                "clocks": {"wclk": w, "rclk": r},
+                "pointers": "Gray code, two-flip-flop synchronisers each way",
+                "reset": "wrst empties the FIFO; it reaches the read side as r_rst",
+            },
+        )
+    if isinstance(obj, PulseSynchronizer):
+        i, o = obj._i_domain, obj._o_domain
+        return (
+            "gse_cdc_pulse",
+            [("iclk", "irst", i), ("oclk", "orst", o)],
+            {
+                "kind": "pulse_synchronizer",
+                "clocks": {"iclk": i, "oclk": o},
+                "stages": obj._stages,
+                "timing": "a one-clock pulse on i gives a one-clock pulse on o; pulses closer "
+                "than a few clocks of the slower domain may merge",
+            },
+        )
+    return None
+
+
 def sram_modules(fragment):
-    """``{hierarchy path: module name}`` of every :class:`~opengse.rtl.lib.sram.SRAM` in
-    an elaborated design (the fragment of a :class:`_Flat` top): the memories that are
-    kept as modules of their own, found where they are instantiated."""
+    """``{hierarchy path: module name}`` of every memory in an elaborated design (the
+    fragment of a :class:`_Flat` top): each :class:`~opengse.rtl.lib.sram.SRAM`, and
+    each other component with a ``module_name`` and a ``describe()`` (the reorder
+    buffer's slot RAM). They are kept as modules of their own, one per shape, found
+    where they are instantiated."""
     found = {}
 
     def walk(frag, path):
         for sub, sub_name, _src in frag.subfragments:
             obj = (sub.origins or (sub,))[0]
             sub_path = path + (sub_name,)
-            if isinstance(obj, SRAM):
+            if _is_memory(obj):
                 found[".".join(sub_path[1:])] = obj.module_name
+            elif _cdc(obj) is not None:
+                found[".".join(sub_path[1:])] = _cdc(obj)[0]
             else:
                 walk(sub, sub_path)
 
@@ -262,6 +347,7 @@ class KeptModule:
     ports: list
     rtlil: str = ""
     memory: dict = None  # an SRAM's shape, ports and timing (SRAM.describe())
+    cdc: dict = None  # a clock-domain crossing's kind and clocks (_cdc)
 
     def port_list(self):
         return [
@@ -293,19 +379,53 @@ def _cut_kept(fragment, keep_modules):
         obj = (sub.origins or (sub,))[0]
         ports = _interface(obj, sub)
         _check_no_leaks(fragment, sub, ports, path)
-        inst_ports = [("i", "clk", ClockSignal("sync")), ("i", "rst", ResetSignal("sync"))]
+        cdc = _cdc(obj)
+        clocks = cdc[1] if cdc else [("clk", "rst", "sync")]
+        inst_ports = []
+        for clk, rst, domain in clocks:
+            inst_ports += [("i", clk, ClockSignal(domain)), ("i", rst, ResetSignal(domain))]
         for port_name, value, direction in ports:
             inst_ports.append(("i" if direction == PortDirection.Input else "o", port_name, value))
         parent.subfragments[index] = (Instance(module, *inst_ports), sub_name, src_loc)
+        clock_ports = [(n, None, PortDirection.Input) for clk, rst, _d in clocks for n in (clk, rst)]
         k = KeptModule(
             path,
             module,
-            [("clk", None, PortDirection.Input), ("rst", None, PortDirection.Input)] + ports,
-            memory=obj.describe() if isinstance(obj, SRAM) else None,
+            clock_ports + ports,
+            memory=_memory_description(obj, path),
+            cdc=cdc[2] if cdc else None,
         )
-        k.rtlil = _standalone_rtlil(sub, ports, module)
+        k.rtlil = _standalone_rtlil(sub, ports, module, clocks)
         kept.append(k)
     return kept
+
+
+#: What a kept memory's manifest entry must state (``describe()`` of the memory).
+MEMORY_KEYS = (
+    "kind",
+    "depth",
+    "width",
+    "write_ports",
+    "read_ports",
+    "read_latency_cycles",
+    "read_enable",
+    "read_during_write",
+    "reset",
+    "reset_less",
+)
+
+
+def _memory_description(obj, path):
+    # An SRAM (rtl/lib/sram.py), or any other kept memory with a ``describe()`` (the
+    # reorder buffer's SlotRAM): its shape, ports and timing for the manifest. A kept
+    # module that is not a memory has none.
+    if not _is_memory(obj):
+        return None
+    doc = obj.describe()
+    missing = [k for k in MEMORY_KEYS if k not in doc]
+    if missing:
+        raise ValueError(f"keep_modules: memory {path!r} does not describe its {', '.join(missing)}")
+    return doc
 
 
 def _find(fragment, names, path):
@@ -410,17 +530,24 @@ def _check_no_leaks(top, sub, ports, path):
     for _n, value, _d in ports:
         port_sigs |= Value.cast(value)._rhs_signals()
     leaked = (_driven(sub) & _used(top, skip=sub)) - port_sigs
+    # A domain's reset a crossing drives for its own local domains is not a net the
+    # parent sees: the parent's domains come in through the clock and reset ports.
+    leaked = [s for s in leaked if isinstance(s, Signal)]
     if leaked:
         names = ", ".join(sorted(s.name for s in leaked))
         raise ValueError(f"keep_modules: {path!r} is used through signals outside its interface: {names}")
 
 
-def _standalone_rtlil(fragment, ports, module):
+def _standalone_rtlil(fragment, ports, module, clocks=(("clk", "rst", "sync"),)):
     wrap = _Flat(fragment, ports=ports)
     top = Fragment.get(wrap, None)
-    cd = ClockDomain("sync")
-    top.add_domains(cd)
-    il_ports = {"clk": (cd.clk, PortDirection.Input), "rst": (cd.rst, PortDirection.Input)}
+    il_ports = {}
+    for clk, rst, domain in clocks:
+        cd = ClockDomain(domain)
+        cd.clk, cd.rst = Signal(name=clk), Signal(name=rst)
+        top.add_domains(cd)
+        il_ports[clk] = (cd.clk, PortDirection.Input)
+        il_ports[rst] = (cd.rst, PortDirection.Input)
     il_ports.update(wrap.ports)
     il = rtlil.convert_fragment(top, il_ports, module, emit_src=False)[0]
     decl = f"module \\{module}"
@@ -545,6 +672,7 @@ def manifest(component, name, parameters, *, description="", keep_modules=None, 
                 "path": k.path,
                 "ports": k.port_list(),
                 **({"memory": k.memory} if k.memory else {}),
+                **({"cdc": k.cdc} if k.cdc else {}),
             }
             for k in sorted(kept, key=lambda k: (k.module, k.path))
         ],
@@ -563,7 +691,7 @@ def write_export(component, name, parameters, out_dir, *, description="", keep_m
     # The lint waivers travel with the Verilog (each one is justified in the file).
     w_path = out_dir / f"{name}.vlt"
     doc["verilator_waivers"] = w_path.name
-    _write_if_changed(w_path, WAIVERS.read_text())
+    _write_if_changed(w_path, waivers_for(name))
     _write_if_changed(v_path, verilog)
     _write_if_changed(j_path, json.dumps(doc, indent=2) + "\n")
     return v_path, j_path

@@ -13,6 +13,7 @@ and once for the run:
   behavioural model an SRAM macro replaces (the block files do not repeat them, so
   the file list compiles as one design);
 * ``gse.f``: the file list (memories first), relative to DIR;
+* ``gse_verilator.f``: the same list for Verilator, every ``<module>.vlt`` first;
 * ``gse_export.json``: the index: the configuration used, every module with its
   files, every memory with its shape and the blocks that use it;
 * ``README.md``: what is there and how to regenerate it.
@@ -53,13 +54,62 @@ _FROM_CONFIG = {
     "sprayer": GSEConfig.sprayer_params,
     "reorder": GSEConfig.reorder_params,
     "link_monitor": lambda c: {"data_width": c.data_width, "links": c.uplinks},
+    "leaf": lambda c: _leaf_params(c),
+    "spine": lambda c: _spine_params(c),
 }
 
-_SRAM_MODULE = re.compile(r"^module (gse_sram_\w+)\(.*?^endmodule\n", re.M | re.S)
+#: The catalog leaf's largest frame (rtl/tops/leaf, LEAF_PARAMS): its reorder slots
+#: must hold a container and the frame that may overrun it.
+_LEAF_MAX_FRAME = 1536
+
+
+def _leaf_params(c):
+    # GSELeaf builds its GSEConfig from these; the rest ([blocks.leaf]) are its own.
+    # The slot is the power of two at or above a container, a frame and the tag.
+    need = c.container_bytes + _LEAF_MAX_FRAME + 18
+    return {
+        "data_width": c.data_width,
+        "host_ports": c.host_ports,
+        "uplinks": c.uplinks,
+        "nodes": c.nodes,
+        "queues": c.queues,
+        "voq_buffer_bytes": c.voq_buffer_bytes,
+        "egress_buffer_bytes": c.egress_buffer_bytes,
+        "reorder_window": c.reorder_window,
+        "container_bytes": c.container_bytes,
+        "max_inflight": getattr(c, "max_inflight", None),  # where GSEConfig has it
+        "max_frame_bytes": _LEAF_MAX_FRAME,
+        "slot_bytes": 1 << (need - 1).bit_length(),
+    }
+
+
+def _spine_params(c):
+    # One spine port per leaf: ``nodes`` host ports in all, ``host_ports`` a leaf.
+    return {
+        "data_width": c.data_width,
+        "nodes": c.nodes,
+        "ports": max(2, c.nodes // c.host_ports),
+        "ethertype": c.ethertype,
+    }
+
+
+#: Memory modules (one per shape): defined once in ``memories/``, not in block files.
+_SRAM_MODULE = re.compile(r"^module (gse_sram_\w+|gse_reorder_ram_\w+)\(.*?^endmodule\n", re.M | re.S)
 
 
 class ConfigError(ValueError):
     pass
+
+
+def _role(spec):
+    """``top`` (the leaf and spine switches), ``test gear`` (rtl/tb: fabric links,
+    traffic generator and checker) or ``block``."""
+    where = getattr(spec.factory, "__module__", "")
+    if where.startswith("opengse.rtl.tops"):
+        return "top"
+    if where.startswith("opengse.rtl.tb"):
+        return "test gear"
+    return "block"
 
 
 def _product_blocks():
@@ -121,7 +171,7 @@ def block_params(spec, cfg, overrides):
     """A block's parameters: its defaults, what the shared config gives it, then its own
     table. The block itself checks the combination; its error names the block."""
     shared = _FROM_CONFIG.get(spec.name, lambda c: {})(cfg)
-    shared = {k: v for k, v in shared.items() if k in spec.params}
+    shared = {k: v for k, v in shared.items() if k in spec.params and v is not None}
     params = resolve_params(spec, {**shared, **overrides.get(spec.name, {})})
     return params
 
@@ -180,6 +230,7 @@ def export_all(out_dir, cfg=None, overrides=None, *, names=None, log=print):
             {
                 "module": spec.module,
                 "block": spec.name,
+                "role": _role(spec),
                 "verilog": v_path.name,
                 "manifest": j_path.name,
                 "waivers": doc["verilator_waivers"],
@@ -192,15 +243,21 @@ def export_all(out_dir, cfg=None, overrides=None, *, names=None, log=print):
         mem["used_by"] = sorted(set(mem["used_by"]))
     filelist = [m["file"] for _n, m in sorted(memories.items())] + files
     (out / "gse.f").write_text("".join(f"{f}\n" for f in filelist))
+    waivers = sorted(m["waivers"] for m in modules)
+    (out / "gse_verilator.f").write_text("".join(f"{f}\n" for f in waivers + filelist))
     index = {
         "configuration": {"gse": cfg.as_dict(), "blocks": overrides},
         "modules": modules,
         "memories": dict(sorted(memories.items())),
         "filelist": "gse.f",
+        "verilator_filelist": "gse_verilator.f",
     }
     (out / "gse_export.json").write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
     (out / "README.md").write_text(_readme(index))
-    log(f"wrote {len(modules)} modules, {len(memories)} memory shapes, gse.f, gse_export.json, README.md")
+    log(
+        f"wrote {len(modules)} modules, {len(memories)} memory shapes, gse.f, gse_verilator.f,"
+        " gse_export.json, README.md"
+    )
     return index
 
 
@@ -212,9 +269,15 @@ def _readme(index):
         "(`gse_export.json` holds it) to get byte-identical files.",
         "",
         "- `gse.f`: the file list, memories first (paths relative to this folder).",
-        "- `<module>.v`: one block, flattened, one clock `clk` and one synchronous",
-        "  active-high reset `rst`; its memories are instances of the modules in",
-        "  `memories/`.",
+        "- `gse_verilator.f`: the same for Verilator, the waiver files first:",
+        "  `verilator --lint-only -Wall --top-module gse_leaf -f gse_verilator.f`.",
+        "- `<module>.v`: one block or top, flattened, one clock `clk` and one",
+        "  synchronous active-high reset `rst` (the MAC adds its `rx`/`tx` clocks); its",
+        "  memories are instances of the modules in `memories/`.",
+        "- The tops `gse_leaf` (a leaf switch: host ports, uplinks, AXI4-Lite",
+        "  registers) and `gse_spine` (a spine switch) each hold their blocks; the",
+        "  block files are for teams that compose their own. Test gear (links, traffic",
+        "  generator and checker) is for simulation, not for silicon.",
         "- `<module>.json`: the block's manifest: parameters, clock and reset, every port",
         "  (name, direction, width), interfaces grouped by protocol, memories used.",
         "- `<module>.vlt`: the Verilator lint waivers it needs (each one justified);",
@@ -222,18 +285,29 @@ def _readme(index):
         "- `memories/gse_sram_<n>r1w_<depth>x<width>.v`: behavioural models, one write",
         "  port and n registered read ports (data the clock after the address, old data",
         "  on a same-address write), no reset: replace each with a compiled SRAM of the",
-        "  same ports.",
+        "  same ports. `memories/gse_reorder_ram_<depth>x<width>.v`: the reorder",
+        "  buffer's slot RAM, one read port with enable, two clocks of read latency.",
         "",
-        "| module | block | parameters |",
-        "|---|---|---|",
     ]
-    for m in index["modules"]:
-        params = ", ".join(f"{k}={v}" for k, v in sorted(m["parameters"].items()))
-        lines.append(f"| `{m['module']}` | {m['block']} | {params} |")
-    lines += ["", "| memory | depth x width | read ports | used by |", "|---|---|---|---|"]
+    for role, title in (("top", "Tops"), ("block", "Blocks"), ("test gear", "Test gear")):
+        rows = [m for m in index["modules"] if m["role"] == role]
+        if not rows:
+            continue
+        lines += [f"## {title}", "", "| module | block | parameters |", "|---|---|---|"]
+        for m in rows:
+            params = ", ".join(f"{k}={v}" for k, v in sorted(m["parameters"].items()))
+            lines.append(f"| `{m['module']}` | {m['block']} | {params} |")
+        lines.append("")
+    lines += [
+        "## Memories",
+        "",
+        "| memory | depth x width | read ports | read latency | reset-less | used by |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, mem in index["memories"].items():
         lines.append(
-            f"| `{name}` | {mem.get('depth')} x {mem.get('width')} | "
-            f"{mem.get('read_ports')} | {', '.join(mem['used_by'])} |"
+            f"| `{name}` | {mem.get('depth')} x {mem.get('width')} | {mem.get('read_ports')} | "
+            f"{mem.get('read_latency_cycles')} | {'yes' if mem.get('reset_less') else 'no'} | "
+            f"{', '.join(mem['used_by'])} |"
         )
     return "\n".join(lines) + "\n"

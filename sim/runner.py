@@ -130,19 +130,39 @@ def _cxx_opt(level):
             os.environ["MAKEFLAGS"] = old
 
 
-def build_block(block, params=None, *, waves=False, build_args=(), cxx_opt=None):
-    """Export and Verilator-build ``block`` (a catalog name, or a :class:`BlockSpec` for
-    test-only compositions); return ``(runner, build_dir, module, params)``.
+#: The simulator of the cocotb benches: ``verilator`` (default) or ``icarus``
+#: (``OPENGSE_SIM=icarus``; tests/platforms/test_icarus_benches.py runs some on it).
+SIM_ENV = "OPENGSE_SIM"
+SIMULATORS = ("verilator", "icarus")
 
-    ``cxx_opt``: the C++ optimisation level of the model (see :func:`_cxx_opt`)."""
+
+def simulator_name(simulator=None):
+    """The simulator to use: ``simulator``, else ``$OPENGSE_SIM``, else Verilator."""
+    name = simulator or os.environ.get(SIM_ENV, "") or "verilator"
+    if name not in SIMULATORS:
+        raise ValueError(f"{SIM_ENV}={name!r}: the simulator is one of {', '.join(SIMULATORS)}")
+    return name
+
+
+def build_block(block, params=None, *, waves=False, build_args=(), cxx_opt=None, simulator=None):
+    """Export and build ``block`` (a catalog name, or a :class:`BlockSpec` for
+    test-only compositions) for ``simulator`` (:func:`simulator_name`); return
+    ``(runner, build_dir, module, params)``.
+
+    ``cxx_opt``: the C++ optimisation level of the model (see :func:`_cxx_opt`);
+    ``build_args`` and ``cxx_opt`` are Verilator's, Icarus ignores them. On Icarus the
+    exported Verilog is compiled as Verilog-2005 (``iverilog -g2005``), time unit 1 ns."""
     from cocotb_tools.runner import get_runner
     from opengse.rtl.catalog import BlockSpec, get_block, resolve_params
     from opengse.platforms.export import write_export
 
     tool_env()
+    sim = simulator_name(simulator)
     spec = block if isinstance(block, BlockSpec) else get_block(block)
     params = resolve_params(spec, params or {})
     build_dir = _param_dir(spec.name, params, waves)
+    if sim != "verilator":
+        build_dir = build_dir.with_name(f"{build_dir.name}-{sim}")
     with _locked(build_dir.with_suffix(".lock")), _cxx_opt(cxx_opt):
         v_path = build_dir / "rtl" / f"{spec.module}.v"
         stamp = build_dir / "export.stamp"
@@ -157,6 +177,18 @@ def build_block(block, params=None, *, waves=False, build_args=(), cxx_opt=None)
                 keep_modules=spec.kept_modules(**params),
             )
             stamp.write_text(digest)
+        if sim == "icarus":
+            runner = get_runner("icarus")
+            runner.build(
+                sources=[v_path],
+                hdl_toplevel=spec.module,
+                build_dir=build_dir,
+                build_args=["-g2005"],
+                timescale=("1ns", "1ps"),
+                waves=waves,
+                log_file=build_dir / "build.log",
+            )
+            return runner, build_dir, spec.module, params
         runner = get_runner("verilator")
         runner.build(
             sources=[v_path],
@@ -200,6 +232,7 @@ def run_cocotb(
     build_args=(),
     sim_time_limit_ms=None,
     cxx_opt=None,
+    simulator=None,
 ):
     """Build ``block`` with ``params`` and run cocotb ``test_module`` on it.
 
@@ -207,7 +240,7 @@ def run_cocotb(
     ``timeout_time`` of its own (default: ``$OPENGSE_SIM_TIME_LIMIT_MS``, else
     :data:`SIM_TIME_LIMIT_MS`; 0: no limit).
 
-    ``build_args`` and ``cxx_opt`` go to :func:`build_block`.
+    ``build_args``, ``cxx_opt`` and ``simulator`` go to :func:`build_block`.
 
     Raises ``AssertionError`` when a test fails or none ran; a test that ran past the
     limit is named as such."""
@@ -215,7 +248,7 @@ def run_cocotb(
 
     waves = os.environ.get("WAVES", "") not in ("", "0")
     runner, build_dir, module, params = build_block(
-        block, params, waves=waves, build_args=build_args, cxx_opt=cxx_opt
+        block, params, waves=waves, build_args=build_args, cxx_opt=cxx_opt, simulator=simulator
     )
     run_dir = build_dir / "runs" / f"{test_module}-{uuid.uuid4().hex[:8]}"
     run_dir.mkdir(parents=True)

@@ -19,6 +19,12 @@ from .cocotb_util import DEFAULT_WAIT_CLOCKS, wait_until
 __all__ = ["FieldStreamSource", "FieldStreamSink"]
 
 
+def _high(sig):
+    # 1, and not X/Z: before reset a DUT's outputs are X on a four-state simulator
+    # (Icarus), where Verilator starts them at 0 or a random value.
+    return str(sig.value) == "1"
+
+
 class _Base:
     def __init__(self, dut, prefix, clk, fields=None):
         self.clk = clk
@@ -68,7 +74,7 @@ class FieldStreamSource(_Base):
         current = None
         while True:
             await RisingEdge(self.clk)
-            if current is not None and self.valid.value and self.ready.value:
+            if current is not None and self.valid.value and _high(self.ready):
                 current = None
                 self.sent += 1
             if current is None and self.queue and not self._paused():
@@ -112,7 +118,7 @@ class FieldStreamSink(_Base):
         # Sampled right after the edge, as cocotbext-axi does: the values the DUT saw.
         while True:
             await RisingEdge(self.clk)
-            if self.valid.value and self.ready.value:
+            if _high(self.valid) and self.ready.value:
                 self.queue.append({n: int(s.value) for n, s in self.fields.items()})
                 self.received += 1
             self.ready.value = 0 if self._paused() else 1

@@ -63,6 +63,7 @@ class SRAM(wiring.Component):
             "read_enable": self.read_en,
             "read_during_write": "old data",
             "reset": "none (contents undefined after power-up)",
+            "reset_less": True,
         }
 
     def read(self, i):

@@ -156,7 +156,7 @@ def fabric_writes(writes, shape, lb, run):
             writes.put_struct(
                 f"leaf{l}.s_dest",
                 dest,
-                {"index": n, "valid": 1, "mac": host_mac(n), "dst_node": n, "port": n % H},
+                {"index": n, "in_use": 1, "mac": host_mac(n), "dst_node": n, "port": n % H},
             )
         for p in range(H):
             tenant = (l * H + p) % run.tenants

@@ -46,7 +46,7 @@ from opengse.rtl.tb.link import FabricLink
 
 from opengse.rtl.lib.stream import AXIStreamSignature
 
-from .blackbox import BlackBox, PlainStreams
+from .blackbox import BlackBox
 from .control_loss import ControlLoss
 from .harness import Harness
 
@@ -161,8 +161,7 @@ class FabricTop(wiring.Component):
             if not black_box:
                 return parts[kind](shape, lb)
             if module not in self.black_boxes:  # one component exported per module
-                # PlainStreams: exported ports that do not collide (s_dest)
-                self.black_boxes[module] = PlainStreams(parts[kind](shape, lb))
+                self.black_boxes[module] = parts[kind](shape, lb)
             return BlackBox(self.black_boxes[module], module)
 
         self.leaves = [unit("leaf", "gse_leaf") for _ in range(L)]

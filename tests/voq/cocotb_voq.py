@@ -33,6 +33,11 @@ CREDIT_MAX_FIELD = (1 << P["credit_width"]) - 1
 MAX_CREDIT = VOQModel(**P).max_credit  # larger credits count as this
 
 
+def _bit(sig):
+    """A 1-bit output as 0/1; X (a four-state simulator, before reset) reads 0."""
+    return int(str(sig.value) == "1")
+
+
 def credit_of(nbytes):
     return credit_bytes(nbytes, CREDIT_UNIT)
 
@@ -96,7 +101,7 @@ class VOQBench:
             dut.s_meta_bytes.value = nbytes & 0xFFFF
             dut.s_meta_valid.value = 1
             await RisingEdge(dut.clk)
-            if int(dut.s_meta_ready.value):
+            if _bit(dut.s_meta_ready):
                 self.meta_q.popleft()
 
     async def _deq_driver(self):
@@ -111,7 +116,7 @@ class VOQBench:
             dut.s_deq_credit.value = credit
             dut.s_deq_valid.value = 1
             await RisingEdge(dut.clk)
-            if int(dut.s_deq_ready.value):
+            if _bit(dut.s_deq_ready):
                 self.deq_q.popleft()
 
     async def _done_monitor(self):
@@ -119,7 +124,7 @@ class VOQBench:
         while True:
             dut.m_deq_done_ready.value = int(random.random() < self.done_ready_p)
             await RisingEdge(dut.clk)
-            if int(dut.m_deq_done_valid.value) and int(dut.m_deq_done_ready.value):
+            if _bit(dut.m_deq_done_valid) and _bit(dut.m_deq_done_ready):
                 self.done.append(
                     (
                         int(dut.m_deq_done_queue.value),
@@ -139,8 +144,8 @@ class VOQBench:
             if int(dut.rst.value):
                 in_pkt, self.first_beats, self.desc_taken = False, 0, 0
                 continue
-            d_v, d_r = int(dut.m_desc_valid.value), int(dut.m_desc_ready.value)
-            if int(dut.m_axis_tvalid.value) and int(dut.m_axis_tready.value):
+            d_v, d_r = _bit(dut.m_desc_valid), _bit(dut.m_desc_ready)
+            if _bit(dut.m_axis_tvalid) and _bit(dut.m_axis_tready):
                 if not in_pkt:
                     self.first_beats += 1
                     assert self.desc_taken + d_v >= self.first_beats, (
@@ -753,14 +758,14 @@ async def test_soak(dut):
         await RisingEdge(dut.clk)
         cycle += 1
         # ---- sample handshakes ----
-        if s_valid and int(dut.s_axis_tready.value):
+        if s_valid and _bit(dut.s_axis_tready):
             bi += 1
             if bi == len(beats):
                 beats = None
-        if deq_pending and int(dut.s_deq_ready.value):
+        if deq_pending and _bit(dut.s_deq_ready):
             deq_pending = False
             dut.s_deq_valid.value = 0
-        if ready_out and int(dut.m_axis_tvalid.value):
+        if ready_out and _bit(dut.m_axis_tvalid):
             keep = int(dut.m_axis_tkeep.value)
             nbytes = bin(keep).count("1")
             out_buf += int(dut.m_axis_tdata.value).to_bytes(BPB, "little")[:nbytes]
@@ -794,10 +799,10 @@ async def test_soak(dut):
         dut.s_deq_credit.value = 65535
         dut.s_deq_valid.value = 1
         await RisingEdge(dut.clk)
-        if int(dut.s_deq_ready.value):
+        if _bit(dut.s_deq_ready):
             qi += 1
         busy = int(dut.stat_queued_cells.value) or int(dut.stat_deq_cells.value)
-        if int(dut.m_axis_tvalid.value):
+        if _bit(dut.m_axis_tvalid):
             keep = int(dut.m_axis_tkeep.value)
             out_buf += int(dut.m_axis_tdata.value).to_bytes(BPB, "little")[: bin(keep).count("1")]
             if int(dut.m_axis_tlast.value):

@@ -1,7 +1,9 @@
 """The slot RAM of the reorder buffer: one write port, one read port, two clocks of read latency.
 
-Its own module in the exported Verilog (``gse_reorder_ram``), so that an ASIC flow
-can put an SRAM macro there.
+Its own module in the exported Verilog (``gse_reorder_ram_<depth>x<width>``, found by
+the export wherever a SlotRAM is instantiated, like an SRAM of rtl/lib/sram.py), so
+that an ASIC flow can put an SRAM macro there; :meth:`SlotRAM.describe` is its
+manifest entry.
 
 Interface (fixed port names, after ``clk`` and ``rst``; ``rst`` is unused):
 
@@ -46,6 +48,26 @@ class SlotRAM(wiring.Component):
                 "r_data": Out(width),
             }
         )
+
+    @property
+    def module_name(self):
+        """The Verilog module name this memory is exported as (one per shape)."""
+        return f"gse_reorder_ram_{self.depth}x{self.width}"
+
+    def describe(self):
+        """What an SRAM macro in its place must provide (for the export's manifest)."""
+        return {
+            "kind": "sram",
+            "depth": self.depth,
+            "width": self.width,
+            "write_ports": 1,
+            "read_ports": 1,
+            "read_latency_cycles": 2,
+            "read_enable": True,
+            "read_during_write": "old data",
+            "reset": "none (contents undefined after power-up)",
+            "reset_less": True,
+        }
 
     def elaborate(self, platform):
         m = Module()

@@ -224,7 +224,7 @@ class GSELeaf(wiring.Component):
             seed.eq(bank.leaf_ecmp_seed),
             w.valid.eq(bank.leaf_dest_write_written),
             w.payload.index.eq(bank.leaf_dest_index),
-            w.payload.valid.eq(bank.leaf_dest_valid),
+            w.payload.in_use.eq(bank.leaf_dest_valid),
             w.payload.mac.eq(bank.leaf_dest_mac),
             w.payload.dst_node.eq(bank.leaf_dest_node),
             w.payload.port.eq(bank.leaf_dest_port),
@@ -232,7 +232,7 @@ class GSELeaf(wiring.Component):
             bank.leaf_dest_rd_mac.eq(lookup.rd_entry.mac),
             bank.leaf_dest_rd_node.eq(lookup.rd_entry.dst_node),
             bank.leaf_dest_rd_port.eq(lookup.rd_entry.port),
-            bank.leaf_dest_rd_valid.eq(lookup.rd_entry.valid),
+            bank.leaf_dest_rd_valid.eq(lookup.rd_entry.in_use),
             bank.leaf_healthy.eq(self.lm.healthy),
             bank.leaf_link_up.eq(self.link_up),
         ]

@@ -8,8 +8,10 @@ __all__ = ["DestLookup", "dest_entry_layout", "dest_result_layout"]
 
 
 def dest_entry_layout(entries):
-    """A table write: entry ``index`` becomes (``valid``, ``mac``, ``dst_node``, ``port``)."""
-    return data.StructLayout({"index": range(entries), "valid": 1, "mac": 48, "dst_node": 16, "port": 8})
+    """A table write: entry ``index`` becomes (``in_use``, ``mac``, ``dst_node``, ``port``);
+    ``in_use`` 1: the entry takes part in lookups. (Not called ``valid``: exported, the
+    field of stream ``s_dest`` would be ``s_dest_valid``, the handshake's name.)"""
+    return data.StructLayout({"index": range(entries), "in_use": 1, "mac": 48, "dst_node": 16, "port": 8})
 
 
 def dest_result_layout():
@@ -23,7 +25,7 @@ class DestLookup(wiring.Component):
     Interface:
 
     * ``s_write`` (in, :func:`dest_entry_layout`, always ready): sets one entry; it
-      takes part in lookups from the next clock on. After reset every entry is invalid.
+      takes part in lookups from the next clock on. After reset no entry is in use.
     * ``key[i]`` (in, 48, one per lookup port ``i`` < ``ports``): a MAC address, first
       byte on the wire in bits 7:0 (as it lies in ``tdata``). ``result[i]`` (out,
       :func:`dest_result_layout`): combinational; the lowest valid entry whose ``mac``
@@ -63,7 +65,7 @@ class DestLookup(wiring.Component):
             key, res = self.key[i], self.result[i]
             for k in reversed(range(n)):
                 e = table[k]
-                with m.If(e.valid & (e.mac == key)):
+                with m.If(e.in_use & (e.mac == key)):
                     m.d.comb += [res.hit.eq(1), res.dst_node.eq(e.dst_node), res.port.eq(e.port)]
         m.d.comb += [self.rd_entry.eq(table[self.rd_index]), self.rd_entry.index.eq(self.rd_index)]
         return m
