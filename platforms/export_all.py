@@ -77,7 +77,7 @@ def _leaf_params(c):
         "egress_buffer_bytes": c.egress_buffer_bytes,
         "reorder_window": c.reorder_window,
         "container_bytes": c.container_bytes,
-        "max_inflight": getattr(c, "max_inflight", None),  # where GSEConfig has it
+        "max_inflight": c.max_inflight,
         "max_frame_bytes": _LEAF_MAX_FRAME,
         "slot_bytes": 1 << (need - 1).bit_length(),
     }
