@@ -15,9 +15,7 @@ def stat_names(block):
 
 
 def _counter_members(block, nested):
-    return [
-        n for n in block.signature.members if n.startswith("stat_") or (nested and "_stat_" in n)
-    ]
+    return [n for n in block.signature.members if n.startswith("stat_") or (nested and "_stat_" in n)]
 
 
 def stat_members(prefix, block, nested=False):

@@ -168,7 +168,9 @@ class LeafBench:
         for q in range(H):
             self.sinks[q].set_pause_generator(random_pause(random.Random(self.rng.random()), sink_pause))
             cocotb.start_soon(self._collect(q))
-        await wait_until(d.clk, lambda: int(d.healthy.value) == (1 << U) - 1, f"all {U} uplinks healthy", 20000)
+        await wait_until(
+            d.clk, lambda: int(d.healthy.value) == (1 << U) - 1, f"all {U} uplinks healthy", 20000
+        )
 
     async def _collect(self, q):
         while True:

@@ -105,5 +105,5 @@ SPEC = BlockSpec(
         "lease_cycles": 4096,
         "n_req": 16,
     },
-    description="test-only: a GSE leaf (default 4 x 4) whose uplinks loop back to its fabric ports through delay lines",
+    description="test-only: a GSE leaf (default 4 x 4), uplinks looped back through delay lines",
 )

@@ -35,7 +35,9 @@ class ContextWrite(wiring.Component):
     fields; meaningful while valid).
     """
 
-    def __init__(self, n_ctx, refresh_ticks, idle_ticks, ttl, tenant_bits, low_water=None, container_units=64):
+    def __init__(
+        self, n_ctx, refresh_ticks, idle_ticks, ttl, tenant_bits, low_water=None, container_units=64
+    ):
         self.n_ctx = n_ctx
         self.low_water, self.container_units = low_water, container_units
         self.tenant_bits = tenant_bits
