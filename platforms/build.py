@@ -155,6 +155,7 @@ def build(board_name, top_name="selftest", seed=1, output=None, timeout=None, **
         top,
         name=name,
         nextpnr_opts=f"--seed {int(seed)} --timing-allow-fail --report {name}.report.json",
+        add_preferences=top.lpf_preferences() if hasattr(top, "lpf_preferences") else "",
     )
     plan.extract(out)
     for stale in (f"{name}.bit", f"{name}.svf", f"{name}.report.json"):

@@ -4,7 +4,7 @@
 :class:`RGMIIPort` (``port`` n) requests ``eth_rgmii`` n and builds:
 
 * the ``rx<n>`` domain, clocked by the resource's ``rx_clk`` pin (the PHY's RXC,
-  125 MHz at 1 Gb/s; constrained to 125 MHz), reset until ``sync`` leaves reset (a
+  125 MHz at 1 Gb/s; the top constrains it with :func:`rx_clock_preferences`), reset until ``sync`` leaves reset (a
   :class:`~amaranth.lib.cdc.ResetSynchronizer` into ``rx<n>``; RXC may not run yet);
 * the MAC, its ``rx`` domain renamed ``rx<n>``; ``tx``/``tx90``/``sync`` are the
   board's (:mod:`.clocking`);
@@ -29,9 +29,15 @@ from amaranth.lib.wiring import In
 
 from opengse.rtl.mac.mac import RGMIIMac
 
-__all__ = ["RGMIIPort", "RGMII_HZ"]
+__all__ = ["RGMIIPort", "RGMII_HZ", "rx_clock_preferences"]
 
 RGMII_HZ = 125e6
+
+
+def rx_clock_preferences(ports):
+    """LPF lines constraining the ``rx_clk`` pins of ``eth_rgmii`` ``ports`` to 125 MHz
+    (on the port: nextpnr does not find the buffer's net by its Amaranth name)."""
+    return "\n".join(f'FREQUENCY PORT "eth_rgmii_{p}__rx_clk__io" {RGMII_HZ:.0f} HZ;' for p in ports)
 
 
 def _mac_pins(res):
@@ -87,7 +93,6 @@ class RGMIIPort(wiring.Component):
         m.domains += ClockDomain(rx)
         m.submodules.rx_clk_buf = rx_clk = io.Buffer("i", pins.rx_clk)
         m.d.comb += ClockSignal(rx).eq(rx_clk.i)
-        platform.add_clock_constraint(rx_clk.i, RGMII_HZ)
         m.submodules.rx_reset = ResetSynchronizer(ResetSignal("sync"), domain=rx)
         m.submodules.mac = DomainRenamer({"rx": rx})(self.mac)
         if self.phy_pins:
