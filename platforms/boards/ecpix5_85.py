@@ -2,7 +2,7 @@
 gigabit PHY, FT2232 USB JTAG/UART.
 
 amaranth-boards' ``ECPIX585Platform``: a 100 MHz oscillator (``clk100``), a reset button
-(``rst`` 0), four RGB LEDs (``rgb_led`` 0..3: LED 0 green is the status LED, LED 0 red
+(``rst`` 0), four RGB LEDs (``rgb_led`` 0..3: LED 0 green is the status LED, LED 1 red
 lights on error), one ``eth_rgmii`` port (its control pins are called ``rx_ctrl`` and
 ``tx_ctrl``; :mod:`.rgmii_port` adapts them).
 
@@ -25,7 +25,7 @@ BOARD = Board(
     f_osc=100e6,
     rgmii_ports=(0,),
     led=("rgb_led", 0, "g"),
-    error_led=("rgb_led", 0, "r"),
+    error_led=("rgb_led", 1, "r"),
     rst="rst",
     txc_shift=0,
     program="openFPGALoader -b ecpix5 {bit}",

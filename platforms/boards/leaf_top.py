@@ -153,7 +153,11 @@ class LeafTop(Elaboratable):
     def _loop_uplink(m, leaf, u):
         tx, rx = leaf.m_axis_fab[u], leaf.s_axis_fab[u]
         m.d.comb += tx.ready.eq(1)
-        m.d.sync += [rx.valid.eq(tx.valid), rx.payload.eq(tx.payload), leaf.fab_pause_in[u].eq(leaf.fab_pause[u])]
+        m.d.sync += [
+            rx.valid.eq(tx.valid),
+            rx.payload.eq(tx.payload),
+            leaf.fab_pause_in[u].eq(leaf.fab_pause[u]),
+        ]
 
     @staticmethod
     def _tie_axil(m, leaf):

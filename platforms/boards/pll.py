@@ -4,13 +4,14 @@
 with the primary output ``CLKOP`` as the feedback path (``f_out = f_vco / CLKOP_DIV``),
 keeping the VCO in 400..800 MHz (the smallest ``CLKOP_DIV`` that gets there) and the
 phase detector at 10 MHz or more (ECP5 data sheet limits): 25 -> 125 MHz is
-``CLKI_DIV`` 1, ``CLKFB_DIV`` 5, ``CLKOP_DIV`` 4 (VCO 500 MHz); 100 -> 125 MHz is 4/5/4. A second output ``CLKOS`` at the same frequency can
-lag ``CLKOP`` by ``phase`` degrees, in steps of 1/8 VCO period (the fine phase).
+``CLKI_DIV`` 1, ``CLKFB_DIV`` 5, ``CLKOP_DIV`` 4 (VCO 500 MHz); 100 -> 125 MHz is
+4/5/4. A second output ``CLKOS`` at the same frequency can lag ``CLKOP`` by ``phase``
+degrees, in steps of 1/8 VCO period (the fine phase).
 
 Interface: ``clk_in`` (in), ``clk_out`` (out, ``CLKOP``), ``clk_shifted`` (out, ``CLKOS``;
 only with ``phase`` not ``None``), ``locked`` (out, asynchronous: resynchronise before
-use). Timing: the outputs run ``lock`` microseconds after configuration (a few
-hundred); until ``locked`` is 1 they are not to be trusted.
+use). Timing: the outputs settle a few hundred microseconds after configuration; until
+``locked`` is 1 they are not to be trusted.
 """
 
 from amaranth.hdl import Instance, Module

@@ -4,7 +4,8 @@
 :class:`RGMIIPort` (``port`` n) requests ``eth_rgmii`` n and builds:
 
 * the ``rx<n>`` domain, clocked by the resource's ``rx_clk`` pin (the PHY's RXC,
-  125 MHz at 1 Gb/s; the top constrains it with :func:`rx_clock_preferences`), reset until ``sync`` leaves reset (a
+  125 MHz at 1 Gb/s; the top constrains it with :func:`rx_clock_preferences`), reset
+  until ``sync`` leaves reset (a
   :class:`~amaranth.lib.cdc.ResetSynchronizer` into ``rx<n>``; RXC may not run yet);
 * the MAC, its ``rx`` domain renamed ``rx<n>``; ``tx``/``tx90``/``sync`` are the
   board's (:mod:`.clocking`);

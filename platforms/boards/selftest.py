@@ -26,8 +26,8 @@ Parameters: ``board`` (:class:`~.board.Board`), ``data_width`` (the MACs' core s
 the traffic gear: 32, docs/boards.md says why), ``fifo_bytes`` (each MAC crossing FIFO:
 64 bytes, 16 words, in LUT RAM: a block RAM's 5.8 ns clock-to-output on the -6 25F
 feeding the MAC's counters missed 125 MHz; the checkers always accept and the
-generators run at four times the line rate, so neither FIFO needs depth), ``start_cycles`` / ``phy_reset_cycles``
-(shorter in simulation).
+generators run at four times the line rate, so neither FIFO needs depth),
+``start_cycles`` / ``phy_reset_cycles`` (shorter in simulation).
 """
 
 from amaranth.hdl import Const, Elaboratable, Module, Signal
@@ -72,9 +72,7 @@ def drive_led(m, platform, spec, value, name):
 class SelfTestTop(Elaboratable):
     """Board self-test (see the module docstring)."""
 
-    def __init__(
-        self, board, data_width=32, fifo_bytes=64, start_cycles=1 << 29, phy_reset_cycles=1 << 20
-    ):
+    def __init__(self, board, data_width=32, fifo_bytes=64, start_cycles=1 << 29, phy_reset_cycles=1 << 20):
         self.board, self.data_width, self.fifo_bytes = board, data_width, fifo_bytes
         self.start_cycles, self.phy_reset_cycles = start_cycles, phy_reset_cycles
 
@@ -111,7 +109,9 @@ class SelfTestTop(Elaboratable):
         for i, port in enumerate(ports):
             gen = m.submodules[f"gen{i}"] = TrafficGenerator(w, max_flows=FLOWS)
             chk = m.submodules[f"check{i}"] = TrafficChecker(w, sources=4, flows=FLOWS, tenants=2, bins=2)
-            self._configure(m, gen, host=i + 1, dst=self.peer(i) + 1, seed=0x1234_5677 + i, start=startup.start)
+            self._configure(
+                m, gen, host=i + 1, dst=self.peer(i) + 1, seed=0x1234_5677 + i, start=startup.start
+            )
             connect(m, gen.m_axis, port.mac.s_axis)
             connect(m, port.mac.m_axis, chk.s_axis)
             m.d.comb += chk.host.eq(i + 1)
