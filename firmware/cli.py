@@ -552,7 +552,9 @@ def build_parser():
 
     fabric_arguments(sp)
     sp.set_defaults(func=cmd_fabric)
-    sp = sub.add_parser("build", help="a board top as a bitstream, with timing and resources (docs/boards.md)")
+    sp = sub.add_parser(
+        "build", help="a board top as a bitstream, with timing and resources (docs/boards.md)"
+    )
     sp.add_argument("--board", required=True, metavar="NAME", help="colorlight-5a75b or ecpix5-85")
     sp.add_argument("--top", default="selftest", metavar="TOP", help="selftest (default) or leaf")
     sp.add_argument("--seed", type=int, default=1, help="nextpnr seed (default: 1)")

@@ -17,10 +17,11 @@ RXC (:mod:`.rgmii_port`).
 
 Resets: ``sync``, ``tx`` (and ``tx90``) are held in reset until the PLL reports lock,
 and then released synchronously (an :class:`amaranth.lib.cdc.ResetSynchronizer` each);
-``rst_i`` (a board button, optional) also resets them. ``locked`` (out) is the PLL's
-lock, synchronised to ``sync``. The 125 MHz constraints come from nextpnr, which
-derives each PLL output's frequency from the oscillator pin's constraint (the
-amaranth-boards resource's ``Clock``).
+``rst_resource`` (a board button, optional) also resets them. The top adds the domains
+to its module (:meth:`BoardClocks.domains`); this component drives their clocks and
+resets. ``locked`` (out) is the PLL's lock, synchronised to ``sync``. The 125 MHz
+constraints come from nextpnr, which derives each PLL output's frequency from the
+oscillator pin's constraint (the amaranth-boards resource's ``Clock``).
 """
 
 from amaranth.hdl import ClockDomain, ClockSignal, Module, Signal
@@ -45,6 +46,14 @@ class BoardClocks(wiring.Component):
         self.pll = ECP5PLL(f_osc, CORE_HZ, phase=90 if tx90 else None)
         super().__init__({"locked": Out(1)})
 
+    def domains(self):
+        """The domains this drives, for the top to add to its own module (a domain is
+        defined where it is used or above: Amaranth 0.6 requires it)."""
+        out = [ClockDomain("sync"), ClockDomain("tx")]
+        if self.tx90:
+            out.append(ClockDomain("tx90", reset_less=True))
+        return out
+
     def elaborate(self, platform):
         m = Module()
         m.submodules.pll = pll = self.pll
@@ -58,13 +67,10 @@ class BoardClocks(wiring.Component):
             m.submodules.rst_buf = rst_buf = io.Buffer("i", rst_io)
             m.d.comb += reset.eq(~pll.locked | rst_buf.i)
 
-        m.domains.sync = ClockDomain("sync")
-        m.domains.tx = ClockDomain("tx")
         m.d.comb += [ClockSignal("sync").eq(pll.clk_out), ClockSignal("tx").eq(pll.clk_out)]
         m.submodules.sync_reset = ResetSynchronizer(reset, domain="sync")
         m.submodules.tx_reset = ResetSynchronizer(reset, domain="tx")
         if self.tx90:
-            m.domains.tx90 = ClockDomain("tx90", reset_less=True)
             m.d.comb += ClockSignal("tx90").eq(pll.clk_shifted)
         m.submodules.lock_sync = FFSynchronizer(pll.locked, self.locked, o_domain="sync")
         return m

@@ -95,7 +95,10 @@ class LeafTop(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         board, sz = self.board, self.sizes
-        m.submodules.clocks = BoardClocks(board.clk, board.f_osc, board.rst, tx90=bool(board.txc_shift))
+        m.submodules.clocks = clocks = BoardClocks(
+            board.clk, board.f_osc, board.rst, tx90=bool(board.txc_shift)
+        )
+        m.domains += clocks.domains()
         m.submodules.startup = startup = StartupSequencer(self.phy_reset_cycles, self.start_cycles)
         m.submodules.leaf = leaf = GSELeaf(
             sz.config(),

@@ -88,7 +88,10 @@ class SelfTestTop(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         board, w = self.board, self.data_width
-        m.submodules.clocks = BoardClocks(board.clk, board.f_osc, board.rst, tx90=bool(board.txc_shift))
+        m.submodules.clocks = clocks = BoardClocks(
+            board.clk, board.f_osc, board.rst, tx90=bool(board.txc_shift)
+        )
+        m.domains += clocks.domains()
         m.submodules.startup = startup = StartupSequencer(self.phy_reset_cycles, self.start_cycles)
         ports = []
         for i, p in enumerate(board.rgmii_ports):
