@@ -2,9 +2,11 @@
 
 Default regression: the PLL solver, nextpnr report reading, the CLI's errors, the status
 LED and start-up sequencing in Amaranth's simulator, and every board's tops elaborated
-with ``platform.prepare()`` (Verilog/RTLIL and LPF, no place-and-route). Marked slow: the
-real build of the smallest top (the Colorlight self-test: about 9 minutes on a loaded
-machine), which must meet timing and write a bitstream.
+with ``platform.prepare()`` (Verilog/RTLIL and LPF, no place-and-route). Marked slow:
+the real build of the smallest top (the Colorlight self-test: 9 to 12 minutes on a
+loaded machine), which must write a bitstream with every clock constrained to 125 MHz;
+that it meets them is a strict xfail until the generator's token bucket is pipelined.
+The ECPIX-5 leaf's prepare() is slow too (about 4 minutes to elaborate).
 """
 
 import os
@@ -179,13 +181,28 @@ def test_top_prepares(board_name, top_name):
     assert f'LOCATE COMP "{board.led[0]}_0__' in lpf
 
 
+@pytest.fixture(scope="module")
+def colorlight_selftest(tmp_path_factory):
+    return build("colorlight-5a75b", "selftest", seed=1, output=tmp_path_factory.mktemp("cl") / "build")
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-def test_colorlight_selftest_builds(tmp_path):
-    result = build("colorlight-5a75b", "selftest", seed=1, output=tmp_path / "build")
+def test_colorlight_selftest_builds(colorlight_selftest):
+    result = colorlight_selftest
     assert result.bitstream.stat().st_size > 100_000 and result.svf.stat().st_size > 100_000
     assert len(result.timing) >= 3  # core, rx0, rx1
     assert all(row["constraint_mhz"] == 125.0 for row in result.timing), result.lines()
-    assert result.timing_met, "\n".join(result.lines())
     for row in result.resources:
         assert 0 <= row["used"] <= row["available"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+@pytest.mark.xfail(
+    strict=True,
+    reason="core clock 90.3 MHz of 125 on the -6 25F (seed 1): the TrafficGenerator's token "
+    "bucket (docs/boards.md, Figures)",
+)
+def test_colorlight_selftest_meets_timing(colorlight_selftest):
+    assert colorlight_selftest.timing_met, "\n".join(colorlight_selftest.lines())
