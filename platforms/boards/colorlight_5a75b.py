@@ -11,7 +11,7 @@ without ``rst``, ``mdc`` and ``mdio``, and port 0 drives them for both PHYs.
 internal TX clock delay, and on receive the PHY's RX delay centres RXC in the data
 (the B50612D's RGMII delay strapping as the board ships; not verified on hardware by
 this project: with a PHY that does not delay TXC, build with ``txc_shift=1``).
-Programming: the board has no USB; a JTAG cable on J27 (FT232H or similar).
+Programming: the board has no USB; a JTAG cable (FT232H or similar) on its JTAG pads.
 """
 
 from amaranth.build import Attrs, Resource
