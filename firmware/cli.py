@@ -12,6 +12,8 @@ gse fabric [--lb gse|ecmp|both] [--pattern P] [--json] ...
                                              the leaf-spine fabric benchmark (docs/fabric.md)
 gse sim --pcap-in FILE [FILE ...] -o DIR [--map-macs] [--lb gse|ecmp] ...
                                              pcaps through the fabric, one pcap per host out
+gse build --board NAME [--top selftest|leaf] [--seed N] [-o DIR]
+                                             a board bitstream, timing and resources (docs/boards.md)
 """
 
 import argparse
@@ -412,6 +414,31 @@ def cmd_sim(args):
         raise CLIError(str(exc)) from None
 
 
+def cmd_build(args):
+    from opengse.platforms.boards import BOARDS, TOPS
+
+    if args.board not in BOARDS:
+        raise CLIError(f"unknown board {args.board!r}; boards: {', '.join(BOARDS)}")
+    if args.top not in TOPS:
+        raise CLIError(f"unknown top {args.top!r}; tops: {', '.join(TOPS)}")
+    from opengse.platforms.build import BuildError, build
+
+    try:
+        result = build(args.board, args.top, seed=args.seed, output=args.output)
+    except BuildError as exc:
+        print(f"gse: error: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(result.lines()))
+    failed = [row for row in result.timing if not row["pass"]]
+    for row in failed:
+        print(
+            f"gse: error: timing not met: {row['clock']} {row['achieved_mhz']:.1f} MHz "
+            f"< {row['constraint_mhz']:.1f} MHz",
+            file=sys.stderr,
+        )
+    return 1 if failed else 0
+
+
 def build_parser():
     p = _Parser(prog="gse", description="OpenGSE: export, lint and benchmark the GSE switch blocks.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -543,6 +570,14 @@ def build_parser():
 
     sim_arguments(sp)
     sp.set_defaults(func=cmd_sim)
+    sp = sub.add_parser(
+        "build", help="a board top as a bitstream, with timing and resources (docs/boards.md)"
+    )
+    sp.add_argument("--board", required=True, metavar="NAME", help="colorlight-5a75b or ecpix5-85")
+    sp.add_argument("--top", default="selftest", metavar="TOP", help="selftest (default) or leaf")
+    sp.add_argument("--seed", type=int, default=1, help="nextpnr seed (default: 1)")
+    sp.add_argument("-o", "--output", metavar="DIR", help="default: build/boards/BOARD-TOP")
+    sp.set_defaults(func=cmd_build)
     return p
 
 

@@ -1,0 +1,76 @@
+"""Board clocking: the 125 MHz core clock from the board oscillator through an ECP5 PLL.
+
+:class:`BoardClocks` takes the board's oscillator (the platform's ``default_clk``
+resource, ``f_osc`` Hz) into an :class:`~.pll.ECP5PLL` and creates these domains:
+
+* ``sync``: the core clock, 125 MHz (``CLKOP``); the MACs' core side, the traffic
+  generators and checkers, the leaf.
+* ``tx``: the RGMII transmit clock, the same 125 MHz ``CLKOP`` net (the MAC crosses
+  ``sync`` -> ``tx`` through an AsyncFIFO, which is also correct on one clock).
+* ``tx90`` (only with ``tx90=True``): ``CLKOS``, 125 MHz lagging ``CLKOP`` by 90 degrees
+  (2 ns), for a MAC with ``txc_shift=1`` (the FPGA delays ``RGMII TXC``, not the PHY).
+
+Why the oscillator and not a PHY's RX clock: RXC stops whenever the link is down or the
+PHY is in reset, and the core (and the transmit side that brings the link up on the far
+end) must run regardless. Each RGMII receive side has its own ``rx`` domain from its
+RXC (:mod:`.rgmii_port`).
+
+Resets: ``sync``, ``tx`` (and ``tx90``) are held in reset until the PLL reports lock,
+and then released synchronously (an :class:`amaranth.lib.cdc.ResetSynchronizer` each);
+``rst_resource`` (a board button, optional) also resets them. The top adds the domains
+to its module (:meth:`BoardClocks.domains`); this component drives their clocks and
+resets. ``locked`` (out) is the PLL's lock, synchronised to ``sync``. The 125 MHz
+constraints come from nextpnr, which derives each PLL output's frequency from the
+oscillator pin's constraint (the amaranth-boards resource's ``Clock``).
+"""
+
+from amaranth.hdl import ClockDomain, ClockSignal, Module, Signal
+from amaranth.lib import io, wiring
+from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
+from amaranth.lib.wiring import Out
+
+from .pll import ECP5PLL
+
+__all__ = ["BoardClocks", "CORE_HZ"]
+
+CORE_HZ = 125e6
+
+
+class BoardClocks(wiring.Component):
+    """Domains ``sync`` and ``tx`` (and ``tx90``) at 125 MHz from the oscillator resource
+    ``clk_resource`` (``f_osc`` Hz); ``rst_resource`` (or ``None``) resets them."""
+
+    def __init__(self, clk_resource, f_osc, rst_resource=None, tx90=False):
+        self._clk, self._rst = clk_resource, rst_resource
+        self.f_osc, self.tx90 = f_osc, tx90
+        self.pll = ECP5PLL(f_osc, CORE_HZ, phase=90 if tx90 else None)
+        super().__init__({"locked": Out(1)})
+
+    def domains(self):
+        """The domains this drives, for the top to add to its own module (a domain is
+        defined where it is used or above: Amaranth 0.6 requires it)."""
+        out = [ClockDomain("sync"), ClockDomain("tx")]
+        if self.tx90:
+            out.append(ClockDomain("tx90", reset_less=True))
+        return out
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.pll = pll = self.pll
+        clk_io = platform.request(self._clk, 0, dir="-")
+        m.submodules.clk_buf = clk_buf = io.Buffer("i", clk_io)
+        m.d.comb += pll.clk_in.eq(clk_buf.i)
+        reset = Signal()
+        m.d.comb += reset.eq(~pll.locked)
+        if self._rst is not None:
+            rst_io = platform.request(self._rst, 0, dir="-")
+            m.submodules.rst_buf = rst_buf = io.Buffer("i", rst_io)
+            m.d.comb += reset.eq(~pll.locked | rst_buf.i)
+
+        m.d.comb += [ClockSignal("sync").eq(pll.clk_out), ClockSignal("tx").eq(pll.clk_out)]
+        m.submodules.sync_reset = ResetSynchronizer(reset, domain="sync")
+        m.submodules.tx_reset = ResetSynchronizer(reset, domain="tx")
+        if self.tx90:
+            m.d.comb += ClockSignal("tx90").eq(pll.clk_shifted)
+        m.submodules.lock_sync = FFSynchronizer(pll.locked, self.locked, o_domain="sync")
+        return m

