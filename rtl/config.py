@@ -38,10 +38,10 @@ class GSEConfig:
     container_bytes: int = CONTAINER_BYTES
     credit_unit: int = CREDIT_UNIT_BYTES
     reorder_window: int = 8
-    # containers in flight per requester (the grant arbiter's max_inflight): covers the
-    # grant-to-arrival round trip of a fabric, about 1900 clocks for 1500 B frames at
-    # 100-clock links (docs/leaf.md); 2 caps a single requester near 0.52
-    max_inflight: int = 6
+    # containers in flight per requester (the grant arbiter's max_inflight). One flow
+    # runs at most max_inflight x container_bytes per grant-to-arrival round trip: 2 caps
+    # it near 0.52 on the 2x2x2 fabric (docs/leaf.md); 6 ran into a loss not yet found
+    max_inflight: int = 2
     ethertype: int = GSE_ETHERTYPE
 
     def __post_init__(self):

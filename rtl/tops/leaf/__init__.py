@@ -54,7 +54,9 @@ class GSELeaf(wiring.Component):
     ``slot_bytes`` / ``reorder_timeout`` (reorder buffers; a slot holds one container
     and the frame that may overrun it: default the power of two at or above
     ``container_bytes + max_frame_bytes + 18``), ``probe_interval``,
-    ``refresh_cycles``, ``idle_cycles``, ``lease_cycles``, ``n_req``.
+    ``refresh_cycles``, ``idle_cycles``, ``lease_cycles``, ``n_req``, ``lean_requests``
+    (the managers' ``request_low_water`` at ``max_inflight + 3`` containers; off by
+    default: docs/leaf.md).
 
     Interface (exported names):
 
@@ -93,6 +95,7 @@ class GSELeaf(wiring.Component):
         lease_cycles=8192,
         n_req=64,
         config_ports=False,
+        lean_requests=False,
     ):
         if lb not in LB_MODES:
             raise ValueError(f"lb must be one of {', '.join(LB_MODES)}, not {lb!r}")
@@ -122,6 +125,7 @@ class GSELeaf(wiring.Component):
                 refresh_cycles=refresh_cycles,
                 idle_cycles=idle_cycles,
                 lb=lb,
+                lean_requests=lean_requests,
             )
             for _ in range(H)
         ]

@@ -73,6 +73,7 @@ class HostIngress(wiring.Component):
         refresh_cycles=8192,
         idle_cycles=16384,
         lb="gse",
+        lean_requests=False,
     ):
         cfg = self.config = config
         w, U = cfg.data_width, cfg.uplinks
@@ -104,12 +105,13 @@ class HostIngress(wiring.Component):
             super().__init__(members)
             return
         # lean REQUESTs (docs/leaf.md): at saturation about one per (backlog - low water)
-        # of grants, not one per container
+        # of grants, not one per container; off by default until measured in a fabric
+        low_water = (cfg.max_inflight + 3) * cfg.container_bytes if lean_requests else None
         self.mgr = DGSQManager(
             **cfg.manager_params(),
             refresh_cycles=refresh_cycles,
             idle_cycles=idle_cycles,
-            request_low_water=(cfg.max_inflight + 3) * cfg.container_bytes,
+            request_low_water=low_water,
         )
         cells = cfg.voq_cells
         voq = cfg.voq_params()
