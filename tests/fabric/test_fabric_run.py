@@ -7,8 +7,10 @@ than the benchmark's targets (warm-up and window are short); the thresholds belo
 what each run must show.
 
 All three are marked slow (``make test-slow``): a fabric build takes 10-20 minutes on a
-2-core machine, too long for the default regression. The two GSE runs failed on the
-GSE-mode deadlock of issue 14 (fixed in the leaf in 21979bf) and were not re-run since.
+2-core machine, too long for the default regression. Since the leaf's deadlock fix
+(21979bf) the GSE run is lossless but reaches 0.517, not 0.90: one flow gets two
+containers per grant round trip (`max_inflight` 2; docs/leaf.md); that case is a strict
+xfail until the cap is lifted.
 The default regression exercises the same runner and C++ main through
 tests/fabric/test_direct.py and test_harness.py.
 """
@@ -29,7 +31,11 @@ def _run(lb, tmp_path, **kw):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(3600)
+@pytest.mark.xfail(
+    strict=True,
+    reason="0.517 measured (max_inflight 2 caps one flow at ~2 containers per round trip; docs/leaf.md)",
+)
 def test_gse_inter_leaf_permutation(tmp_path):
     r = _run("gse", tmp_path)
     assert r["drops"] == 0, r["drops_by_counter"]
@@ -43,7 +49,7 @@ def test_gse_inter_leaf_permutation(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(3600)
 def test_ecmp_is_lossless_and_in_order(tmp_path):
     r = _run("ecmp", tmp_path)
     assert r["drops"] == 0, r["drops_by_counter"]
@@ -55,7 +61,7 @@ def test_ecmp_is_lossless_and_in_order(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(3600)
 def test_gse_uplink_failure_loses_only_frames_in_flight(tmp_path):
     r = _run("gse", tmp_path, fail_uplinks=[FailUplink(0, 1, 30_000)])
     lost_on_link = r["drops_by_counter"].get("fab_up0_1.stat_frames_lost", 0)
