@@ -256,16 +256,12 @@ class VOQEnqueue(wiring.Component):
                     fin_len.eq(e_len + kcount),
                     fin_empty.eq(e_empty & (kcount == 0)),
                 ]
-                m.d.sync += [
-                    e_active.eq(0),
-                    e_fin.eq(1),
-                    e_fin_bad.eq(fin_bad),
-                    e_fin_len.eq(fin_len),
-                    e_empty.eq(fin_empty),
-                ]
+                m.d.sync += [e_active.eq(0), e_fin.eq(1), e_fin_bad.eq(fin_bad), e_fin_len.eq(fin_len)]
+                m.d.sync += e_empty.eq(fin_empty)
                 m.d.comb += finish_now.eq(1)
         with m.Elif(e_fin):
-            m.d.comb += [finish_now.eq(1), fin_bad.eq(e_fin_bad), fin_len.eq(e_fin_len), fin_empty.eq(e_empty)]
+            m.d.comb += [finish_now.eq(1), fin_bad.eq(e_fin_bad), fin_len.eq(e_fin_len)]
+            m.d.comb += fin_empty.eq(e_empty)
 
         st.can_move, st.finish_now, st.fin_bad, st.fin_len = can_move, finish_now, fin_bad, fin_len
         st.fin_empty = fin_empty
