@@ -19,7 +19,10 @@ packet and names the reason:
 * ``dt``:     queue occupancy + k >= 2**alpha_log2 * shared free cells.
 
 A frame marked bad (or whose last beat has no byte) is dropped as ``bad`` when no
-admission check failed first.
+admission check failed first. Only the cells of its counted bytes are checked: a last
+beat with ``tkeep == 0`` counts 0 bytes, so a cell it alone would go into (the bytes
+before it fill whole cells, or there are none) is not checked and cannot name the
+reason.
 
 Release: whole packets while the credit used is below the credit; a packet uses its
 length rounded up to a multiple of ``credit_unit`` (the last may overrun); the report
@@ -142,7 +145,7 @@ class VOQModel:
     def enqueue(self, pkt):
         """Offer a packet; returns None if queued, else the drop reason."""
         nbytes = len(pkt.data)
-        ncells = self.cells_of(max(nbytes, 1))
+        ncells = self.cells_of(nbytes)  # 0 for a frame with no byte (bad): no cell charged
         reason = self.admit_reason(pkt.queue, pkt.tenant, ncells)
         if reason is None and (pkt.bad or nbytes == 0):
             reason = "bad"

@@ -108,6 +108,10 @@ class VOQEnqueue(wiring.Component):
         e_fin = Signal()  # last beat written, waiting to finish
         e_fin_bad = Signal()
         e_fin_len = Signal(lw + 1)
+        # The current cell holds no counted byte (yet): only a last beat with tkeep == 0
+        # went into it. Such a cell is not one of the packet's cells (docs/voq.md), so an
+        # admission verdict against it does not name the drop reason of the (bad) frame.
+        e_empty = Signal()
         e_q, e_t = Signal(g.qw), Signal(g.tw)
         e_cur, e_head = Signal(cw), Signal(cw)
         e_beat = Signal(g.lcb)
@@ -198,6 +202,7 @@ class VOQEnqueue(wiring.Component):
         finish_now = Signal()  # finish in this cycle (last beat or pending fin)
         fin_bad = Signal()
         fin_len = Signal(lw + 1)
+        fin_empty = Signal()  # the last cell holds no counted byte (implies fin_bad)
         drop_post = Signal()
         drop_reason = Signal(3)
         commit_post = Signal()
@@ -226,15 +231,17 @@ class VOQEnqueue(wiring.Component):
                 e_fin.eq(beat.last),
                 e_fin_bad.eq(beat.user[0] | (kcount == 0)),
                 e_fin_len.eq(kcount),
+                e_empty.eq(beat.last & (kcount == 0)),
             ]
         with m.Elif(e_active & self.s_axis.valid):
             with m.If(~beat.last):
                 at_end = e_beat == CB - 1
                 with m.If(e_drop):
                     m.d.comb += self.s_axis.ready.eq(1)
+                    m.d.sync += e_empty.eq(0)
                 with m.Elif(~at_end | can_move):
                     m.d.comb += [self.s_axis.ready.eq(1), wr_en.eq(1), wr_cell.eq(e_cur), wr_beat.eq(e_beat)]
-                    m.d.sync += [e_beat.eq(e_beat + 1), e_len.eq(e_len + BPB)]
+                    m.d.sync += [e_beat.eq(e_beat + 1), e_len.eq(e_len + BPB), e_empty.eq(at_end)]
                     with m.If(at_end):
                         m.d.sync += [e_cur.eq(e_nxt), e_kk.eq(e_kk + 1), e_cell_ok.eq(0), e_nxt_v.eq(0)]
             with m.Else():
@@ -247,13 +254,17 @@ class VOQEnqueue(wiring.Component):
                     wr_beat.eq(e_beat),
                     fin_bad.eq(beat.user[0] | (kcount == 0)),
                     fin_len.eq(e_len + kcount),
+                    fin_empty.eq(e_empty & (kcount == 0)),
                 ]
                 m.d.sync += [e_active.eq(0), e_fin.eq(1), e_fin_bad.eq(fin_bad), e_fin_len.eq(fin_len)]
+                m.d.sync += e_empty.eq(fin_empty)
                 m.d.comb += finish_now.eq(1)
         with m.Elif(e_fin):
             m.d.comb += [finish_now.eq(1), fin_bad.eq(e_fin_bad), fin_len.eq(e_fin_len)]
+            m.d.comb += fin_empty.eq(e_empty)
 
         st.can_move, st.finish_now, st.fin_bad, st.fin_len = can_move, finish_now, fin_bad, fin_len
+        st.fin_empty = fin_empty
         st.drop_post, st.drop_reason, st.commit_post = drop_post, drop_reason, commit_post
         self._finish(m, st)
         m.d.comb += [
@@ -306,9 +317,13 @@ class VOQEnqueue(wiring.Component):
         with m.If(st.finish_now):
             with m.If(st.e_drop | st.fin_bad):
                 # A bad frame still waits for its current cell's admission verdict, so
-                # the drop reason does not depend on timing (admission reasons win).
+                # the drop reason does not depend on timing (admission reasons win), and
+                # so that no stale verdict of it can reach a later packet. A verdict
+                # against an empty last cell (only a tkeep == 0 beat in it) is ignored:
+                # that cell is not the packet's, the frame is dropped as bad.
                 with m.If(st.drop_rdy & (st.e_drop | st.e_cell_ok)):
-                    m.d.comb += [st.drop_post.eq(1), st.drop_reason.eq(Mux(st.e_drop, st.e_reason, R_BAD))]
+                    reason = Mux(st.e_drop & ~st.fin_empty, st.e_reason, R_BAD)
+                    m.d.comb += [st.drop_post.eq(1), st.drop_reason.eq(reason)]
                     m.d.sync += [st.e_fin.eq(0), st.e_active.eq(0)]
             with m.Elif(st.can_move & ~st.c_pend):
                 m.d.comb += st.commit_post.eq(1)

@@ -445,6 +445,65 @@ async def test_phased_admission(dut):
     await tb.final_checks()
 
 
+@cocotb.test()
+async def test_keep_zero_admission(dut):
+    """A last beat with ``tkeep == 0`` counts 0 bytes and charges no cell (issue 18).
+
+    The buffer is filled with one-cell packets, interleaved with bad frames whose
+    counted bytes fill whole cells (0, 1 cell, 3 cells: 0, 64, 192 B with 64 B cells)
+    followed by one beat with ``tkeep == 0`` (``tuser`` clear: bad only for the empty
+    beat). The model charges such a frame its counted cells only, so it is dropped as
+    ``bad`` unless one of those cells fails admission. As the buffer nearly fills,
+    some frames would fail admission with one more cell (the beat that begins a new
+    cell): the test asserts that this happened for each length, so a buffer that charged
+    that cell (and dropped them as ``full``/``dt``) fails the exact counter check."""
+    tb = VOQBench(dut, seed=18)
+    tb.set_backpressure(p_in_idle=0.3)
+    await tb.reset()
+    m = model()
+    cb, W = P["cell_bytes"], P["data_width"] // 8
+    nq, nt = min(P["queues"], 8), min(P["tenants"], 4)
+    lengths = (0, cb, 3 * cb)
+    tight = dict.fromkeys(lengths, 0)  # frames one more cell would have dropped otherwise
+
+    async def keep_zero(q, t, nbytes):
+        pkt = tb.make_packet(q, t, 4, bad=True)  # its tag; data set below
+        pkt.data = (pkt.data + bytes(random.getrandbits(8) for _ in range(nbytes)))[:nbytes]
+        c = m.cells_of(nbytes)
+        if m.admit_reason(q, t, c) is None and m.admit_reason(q, t, c + 1) is not None:
+            tight[nbytes] += 1
+        reason = m.enqueue(pkt)
+        assert reason is not None
+        tb.sent[pkt.tag] = pkt
+        tb.sent_order.setdefault(q, []).append(pkt.tag)
+        tb.meta_q.append((q, t, nbytes))
+        pad = bytes(random.getrandbits(8) for _ in range(W))
+        await tb.src.send(AxiStreamFrame(pkt.data + pad, tkeep=[1] * nbytes + [0] * W, tuser=0))
+        return reason
+
+    for step in range(3 * CELLS):
+        q, t = random.randrange(nq), random.randrange(nt)
+        pkt = tb.make_packet(q, t, cb)
+        m.enqueue(pkt)
+        await tb.send(pkt)
+        for nbytes in lengths:
+            await keep_zero(random.randrange(nq), random.randrange(nt), nbytes)
+        await tb.idle(extra=4)
+        await tb.check_counters(m, queues=[], tenants=[])
+    await tb.check_counters(m, queues=range(nq), tenants=range(nt))
+    dut._log.info("keep_zero: drops %s, free %d, tight %s", m.drops, m.free, tight)
+    assert all(tight[n] > 0 for n in lengths), f"no frame at the edge for some length: {tight}"
+    assert m.drops["full"] + m.drops["dt"] > 0, m.drops
+    for q in range(nq):
+        while m.q[q]:
+            exp = m.release(q, MAX_CREDIT)
+            tb.request(q, MAX_CREDIT)
+            ((rq, nb, npk, frames),) = await tb.collect(1)
+            tb.check_release(q, MAX_CREDIT, nb, npk, frames, exp)
+    await tb.check_counters(m, queues=range(nq), tenants=range(nt))
+    await tb.final_checks()
+
+
 async def concurrent_run(tb, n_packets, nq, nt, p_bad=0.05, lens=rand_len):
     """Enqueue and dequeue at once; check order/contents/counters from the outcome."""
     dut = tb.dut

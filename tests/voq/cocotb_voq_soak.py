@@ -48,11 +48,9 @@ def hostile_packet(tb, rng, i, nq, nt):
         data = data + rng.randbytes(pad + W)
         keep = keep + [1] * pad + [0] * W
         user = [0] * len(data)
-        # The buffer admits the tkeep-0 beat into a cell of its own when the bytes
-        # before it fill whole cells (observed; docs/voq.md counts 0 bytes for it), so
-        # such a frame can be dropped for an admission reason instead of "bad". The
-        # model gets one byte more: the cells the beats occupy. Reported (issue 18).
-        counted, bad = data[: n + pad + 1], True
+        # docs/voq.md: the tkeep-0 beat counts 0 bytes (also when it begins a new cell,
+        # which is then not one of the packet's cells); the frame is bad.
+        counted, bad = data[: n + pad], True
     elif kind == "keep_holes" and n % W not in (0, 1):
         start = n - n % W
         pattern = [rng.randrange(2) for _ in range(n - start - 1)] + [1]

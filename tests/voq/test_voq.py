@@ -41,6 +41,7 @@ DEFAULT = {}
         "test_tenant_isolation",
         "test_reset_midstream",
         "test_emitted_packets",
+        "test_keep_zero_admission",
     ],
 )
 def test_voq_small(testcase):
