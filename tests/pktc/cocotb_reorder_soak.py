@@ -20,7 +20,8 @@ sent), and full return: a whole window per source accepted at once and delivered
 after the run (no slot held), no output once drained."""
 
 import cocotb
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, Event, First, RisingEdge
+from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiStreamFrame
 
 from cocotb_reorder import ReorderTB
@@ -32,6 +33,7 @@ DROPS = ("drop_dup", "drop_window", "drop_orphan", "drop_runt", "drop_other")
 
 class SoakTB(ReorderTB):
     def __init__(self, dut, seed):
+        self.progress = Event()  # set by each delivered frame (before _collect starts)
         super().__init__(dut, seed)
         self.B = self.p["data_width"] // 8
         self.bad_frames = 0  # frames of containers discarded whole (drop_bad)
@@ -46,6 +48,20 @@ class SoakTB(ReorderTB):
             fr = await self.sink.recv()
             self.delivered_frames += 1
             self.checker.frame(fr.tdata)
+            self.progress.set()
+
+    async def wait_delivered(self, src, count, limit=200000):
+        """As ReorderTB's, woken by each delivered frame instead of polling every clock."""
+        t0 = int(get_sim_time("ns")) // 10
+        while self.checker.delivered(src) < count:
+            left = limit - (int(get_sim_time("ns")) // 10 - t0)
+            if left <= 0:
+                raise AssertionError(
+                    f"source {src}: {self.checker.delivered(src)} of {count} containers "
+                    f"delivered in {limit} clocks; stats {await self.stats()}"
+                )
+            self.progress.clear()
+            await First(self.progress.wait(), ClockCycles(self.dut.clk, left))
 
     def send_raw(self, data, tkeep=None, tuser=0):
         self.source.send_nowait(AxiStreamFrame(data, tkeep=tkeep, tuser=tuser))

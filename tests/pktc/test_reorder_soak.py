@@ -24,7 +24,7 @@ def _run(n, testcase="test_reorder_soak"):
 
 
 def test_reorder_soak():
-    """61-108 s at 1e4 frames (measured at load 5-7): over the ~30 s aim."""
+    """45 s at 1e4 frames (load 2-3; 61-118 s at load 5-7 before the event-driven waits)."""
     _run(soak_count())
 
 
