@@ -5,10 +5,10 @@ every 20 clocks among the real ones:
 - GRANTs that must have no effect and count in ``stat_grant_unknown``: a wrong
   ``type`` (REQUEST, with a live context's own key), a ``dgsq`` beyond the pool, a
   live context's ``dgsq`` from a ``src_node`` no key has or for another ``port``;
-- (not yet: GRANTs with the right key and a stale ``seq``; a first try failed its
-  REQUEST ``seq`` check against the shadow model and is not understood yet).
-
-``stat_grant_gap`` must stay what the shadow SourceModel predicts (0: lossless).
+- GRANTs with the right key and a stale ``seq`` (a repeat, or up to 100 behind, of
+  0-2 credit units): applied (their credit counts), each ``seq`` other than the last
+  one + 1 counted in ``stat_grant_gap`` (predicted by the shadow SourceModel, which
+  also predicts every release they cause).
 
 Checked: every release and REQUEST as in the closed-loop bench, every byte
 delivered, ``stat_grant_unknown`` and ``stat_grant_gap`` exact, and full return at
@@ -75,16 +75,20 @@ class SoakBench(ManagerBench):
         elif r < 0.5 or not live:
             dgsq = rng.choice(live) if live else rng.randrange(self.n_ctx)
             g, kind = _bogus_grant(src_node=rng.randrange(8, 0x10000), dgsq=dgsq), "unknown src_node"
+        elif r < 0.7:
+            qid = rng.choice(live)
+            dst, port = self.qkey[qid][:2]
+            g = _bogus_grant(src_node=dst, port=(port + rng.randrange(1, 4)) % 4, dgsq=qid)
+            kind = "wrong port"
         else:
             qid = rng.choice(live)
             dst, port = self.qkey[qid][:2]
-            g, kind = (
-                _bogus_grant(src_node=dst, port=(port + rng.randrange(1, 4)) % 4, dgsq=qid),
-                "wrong port",
-            )
+            seq = (self.shadow.queues[qid].ack - rng.randrange(0, 100)) % 65536
+            g = _bogus_grant(src_node=dst, port=port, dgsq=qid, seq=seq, len=rng.randrange(3))
+            kind = "stale seq"
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
         self.grants.append(g)
-        return True
+        return kind != "stale seq"
 
 
 async def run_soak(dut, seed):
@@ -116,7 +120,7 @@ async def run_soak(dut, seed):
     dut._log.info("manager soak: %d packets, bogus GRANTs %s, counters %s", n, tb.kinds, got)
     assert got == want, f"counters: got {got}, expected {want}"
     assert int(dut.ctx_used.value) == 0, f"{int(dut.ctx_used.value)} contexts held at the end"
-    assert tb.wasted == 0, f"{tb.wasted} grants found an empty queue without debt"
+    assert tb.wasted <= tb.kinds.get("stale seq", 0), f"{tb.wasted} grants found an empty queue"
 
 
 @cocotb.test()
