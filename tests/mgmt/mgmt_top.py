@@ -107,7 +107,7 @@ class MgmtTop(wiring.Component):
         m.d.comb += [
             w.valid.eq(bank.leaf_dest_write_written),
             w.payload.index.eq(bank.leaf_dest_index),
-            w.payload.valid.eq(bank.leaf_dest_valid),
+            w.payload.in_use.eq(bank.leaf_dest_valid),
             w.payload.mac.eq(bank.leaf_dest_mac),
             w.payload.dst_node.eq(bank.leaf_dest_node),
             w.payload.port.eq(bank.leaf_dest_port),
@@ -115,7 +115,7 @@ class MgmtTop(wiring.Component):
             bank.leaf_dest_rd_mac.eq(table.rd_entry.mac),
             bank.leaf_dest_rd_node.eq(table.rd_entry.dst_node),
             bank.leaf_dest_rd_port.eq(table.rd_entry.port),
-            bank.leaf_dest_rd_valid.eq(table.rd_entry.valid),
+            bank.leaf_dest_rd_valid.eq(table.rd_entry.in_use),
             bank.leaf_link_up.eq(self.link_up),
             bank.leaf_healthy.eq(self.link_up),
             table.key[0].eq(self.lookup_key),
