@@ -8,28 +8,8 @@ re-implemented here without importing the RTL). The send timestamp is the one fi
 the model cannot know (it is the clock the frame went out), so :func:`frame_bytes` takes it as an argument and
 :func:`parse_frame` reads it back.
 
-Frame format (spec section 4; every multi-byte field big-endian):
-
-=========  =======================================================================
-bytes      field
-=========  =======================================================================
-0-5        DA ``02:00:00:00:00:<dst>``
-6-11       SA ``02:00:00:00:00:<src>``
-12-13      EtherType 0x0800
-14-33      IPv4: version 4, IHL 5, TOS ``tc << 5``, total length, id 0, DF, TTL 64,
-           protocol 17, header checksum, ``10.0.0.<src>`` -> ``10.0.0.<dst>``
-34-41      UDP: source port (per flow, from the seed), destination port 4791,
-           length, checksum 0 (none)
-42-43      source host id
-44-45      flow id
-46-49      per-flow sequence number
-50-53      send timestamp (clocks since reset)
-54-55      ``tc << 13 | tenant``
-56-57      destination host id
-58-59      check: XOR of the 16-bit words of bytes 42..57 and of the frame length,
-           XOR 0xA55A
-60-        filler: byte ``i`` is ``(i + seq) mod 256``
-=========  =======================================================================
+The frame format (byte map, big-endian fields, check word, filler) is the table in
+rtl/tb/traffic_gen.py's docstring; this module is written from that table.
 """
 
 from dataclasses import dataclass, field

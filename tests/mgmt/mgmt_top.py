@@ -25,7 +25,7 @@ from opengse.rtl.regs.description import Access, Register, RegisterBlock, Regist
 from opengse.rtl.regs.from_signature import connect_registers
 from opengse.rtl.regs.system import SystemCounters, system_block
 from opengse.rtl.tops.leaf.dest_lookup import DestLookup
-from opengse.rtl.tops.leaf.registers import leaf_block
+from opengse.rtl.tops.leaf.registers import connect_dest_table, leaf_block
 
 NODES, HOST_PORTS, UPLINKS = 16, 2, 2
 ADDR_WIDTH = 12
@@ -103,19 +103,8 @@ class MgmtTop(wiring.Component):
         connect_registers(m, bank, self.regmap["sys"], sysc, skip=("scratch",))
         for name in MGMT_COUNTERS:
             m.d.comb += getattr(bank, f"mgmt_{name}").eq(getattr(port, f"stat_{name}"))
-        w = table.s_write
+        connect_dest_table(m, bank, table)
         m.d.comb += [
-            w.valid.eq(bank.leaf_dest_write_written),
-            w.payload.index.eq(bank.leaf_dest_index),
-            w.payload.in_use.eq(bank.leaf_dest_valid),
-            w.payload.mac.eq(bank.leaf_dest_mac),
-            w.payload.dst_node.eq(bank.leaf_dest_node),
-            w.payload.port.eq(bank.leaf_dest_port),
-            table.rd_index.eq(bank.leaf_dest_index),
-            bank.leaf_dest_rd_mac.eq(table.rd_entry.mac),
-            bank.leaf_dest_rd_node.eq(table.rd_entry.dst_node),
-            bank.leaf_dest_rd_port.eq(table.rd_entry.port),
-            bank.leaf_dest_rd_valid.eq(table.rd_entry.in_use),
             bank.leaf_link_up.eq(self.link_up),
             bank.leaf_healthy.eq(self.link_up),
             table.key[0].eq(self.lookup_key),

@@ -28,7 +28,7 @@ from .dest_lookup import DestLookup, dest_entry_layout
 from .fabric_ingress import FabricIngress
 from .host_egress import HostEgress
 from .host_ingress import HostIngress
-from .registers import connect_leaf_registers, leaf_register_map
+from .registers import connect_dest_table, connect_leaf_registers, leaf_register_map
 from .uplink_tx import UplinkTx
 
 __all__ = ["GSELeaf", "EXPORTS", "LB_MODES"]
@@ -222,21 +222,10 @@ class GSELeaf(wiring.Component):
                 m.d.comb += theirs.eq(ours) if member.flow == In else ours.eq(theirs)
         connect_registers(m, bank, self.regmap["sys"], sysc, skip=("scratch",))
         connect_leaf_registers(m, bank, self.regmap, self)
-        w = lookup.s_write
+        connect_dest_table(m, bank, lookup)
         m.d.comb += [
             node_base.eq(bank.leaf_node_base),
             seed.eq(bank.leaf_ecmp_seed),
-            w.valid.eq(bank.leaf_dest_write_written),
-            w.payload.index.eq(bank.leaf_dest_index),
-            w.payload.in_use.eq(bank.leaf_dest_valid),
-            w.payload.mac.eq(bank.leaf_dest_mac),
-            w.payload.dst_node.eq(bank.leaf_dest_node),
-            w.payload.port.eq(bank.leaf_dest_port),
-            lookup.rd_index.eq(bank.leaf_dest_index),
-            bank.leaf_dest_rd_mac.eq(lookup.rd_entry.mac),
-            bank.leaf_dest_rd_node.eq(lookup.rd_entry.dst_node),
-            bank.leaf_dest_rd_port.eq(lookup.rd_entry.port),
-            bank.leaf_dest_rd_valid.eq(lookup.rd_entry.in_use),
             bank.leaf_healthy.eq(self.lm.healthy),
             bank.leaf_link_up.eq(self.link_up),
         ]

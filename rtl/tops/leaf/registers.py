@@ -18,7 +18,7 @@ from ...regs.blocks import BLOCK_REGISTERS
 from ...regs.description import Access, Register, RegisterBlock, RegisterMap
 from ...regs.system import system_block
 
-__all__ = ["leaf_register_map", "connect_leaf_registers", "SUB_KINDS"]
+__all__ = ["leaf_register_map", "connect_leaf_registers", "connect_dest_table", "SUB_KINDS"]
 
 #: Prefix of a part's sub-block -> catalog kind whose register docs describe it.
 SUB_KINDS = {
@@ -172,3 +172,23 @@ def connect_leaf_registers(m, bank, regmap, leaf):
             pairs = zip(ours, theirs) if count > 1 else [(ours, theirs)]
             for a, b in pairs:
                 m.d.comb += a.eq(b)
+
+
+def connect_dest_table(m, bank, lookup):
+    """The ``leaf.dest_*`` registers of ``bank`` to a
+    :class:`~.dest_lookup.DestLookup`: a write of ``dest_write`` stores entry
+    ``dest_index``, and ``dest_rd_*`` read entry ``dest_index`` back."""
+    w, rd = lookup.s_write, lookup.rd_entry
+    m.d.comb += [
+        w.valid.eq(bank.leaf_dest_write_written),
+        w.payload.index.eq(bank.leaf_dest_index),
+        w.payload.in_use.eq(bank.leaf_dest_valid),
+        w.payload.mac.eq(bank.leaf_dest_mac),
+        w.payload.dst_node.eq(bank.leaf_dest_node),
+        w.payload.port.eq(bank.leaf_dest_port),
+        lookup.rd_index.eq(bank.leaf_dest_index),
+        bank.leaf_dest_rd_mac.eq(rd.mac),
+        bank.leaf_dest_rd_node.eq(rd.dst_node),
+        bank.leaf_dest_rd_port.eq(rd.port),
+        bank.leaf_dest_rd_valid.eq(rd.in_use),
+    ]
