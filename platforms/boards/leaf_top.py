@@ -20,7 +20,7 @@ Ports of the leaf and what they meet on the board:
 figures and why each was chosen. Clocks as the self-test (:mod:`.clocking`).
 """
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from amaranth.hdl import Elaboratable, Module, Signal
 from amaranth.lib.wiring import connect
@@ -60,13 +60,9 @@ class Sizes:
     mac_fifo_bytes: int = 2048
 
     def config(self):
-        extra = {}
-        if "max_inflight" in {f.name for f in fields(GSEConfig)}:
-            # containers in flight per requester, at most the reorder window (the field
-            # exists on main from aa5a85a on, with a default of 6 that the window here is below)
-            extra["max_inflight"] = self.reorder_window
         return GSEConfig(
-            **extra,
+            # containers in flight per requester: the whole reorder window
+            max_inflight=self.reorder_window,
             data_width=self.data_width,
             host_ports=self.host_ports,
             uplinks=self.uplinks,
