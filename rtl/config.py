@@ -39,9 +39,10 @@ class GSEConfig:
     credit_unit: int = CREDIT_UNIT_BYTES
     reorder_window: int = 8
     # containers in flight per requester (the grant arbiter's max_inflight). One flow
-    # runs at most max_inflight x container_bytes per grant-to-arrival round trip: 2 caps
-    # it near 0.52 on the 2x2x2 fabric (docs/leaf.md); 6 ran into a loss not yet found
-    max_inflight: int = 2
+    # runs at most max_inflight x container_bytes per grant-to-arrival round trip (about
+    # 1900 clocks at the default delays): 2 caps it near 0.52 on the 2x2x2 fabric, 6
+    # covers the round trip (docs/leaf.md)
+    max_inflight: int = 6
     ethertype: int = GSE_ETHERTYPE
 
     def __post_init__(self):

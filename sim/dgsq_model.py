@@ -347,11 +347,14 @@ class SourceModel:
         # The container is done: debt carries over, credit it left unused is dropped
         # (the arbiter releases it at the container's last packet), and the credit of
         # GRANTs that came meanwhile is the next container's.
-        q.balance = min(q.balance - sent_bytes, 0) + q.pg
-        q.pg = 0
+        # One GRANT, one container: the next takes at most one container's credit, the
+        # rest waits for the containers after it.
+        left = min(q.balance - sent_bytes, 0) + q.pg
+        q.balance = min(left, self.CU * CREDIT_UNIT_BYTES)
+        q.pg = left - q.balance
         if q.balance > 0:
             if q.backlog:
                 q.rel_pending = True
                 return q.balance
-            q.balance = 0
+            q.balance = q.pg = 0
         return 0

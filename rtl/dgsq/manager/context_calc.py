@@ -62,6 +62,8 @@ class ContextCalc(wiring.Component):
         g_pos_d = (op.g_neg - cur.balance)[-1]  # balance + credit > 0
         r_gt_d = (op.rel_bytes - cur.backlog)[-1]  # backlog > bytes (borrow)
         r_a_pos_d = (op.rel_bytes - cur.bal_pg)[-1]  # balance + pg - bytes > 0
+        CUB = CU * CREDIT_UNIT_BYTES  # one container's credit, bytes
+        r_a_big_d = (op.rel_bytes + CUB - cur.bal_pg)[-1]  # balance + pg - bytes > CUB
         with m.If(self.en):
             m.d.sync += [
                 res.qoh.eq(Cat(self.q_dec == i for i in range(n))),
@@ -76,6 +78,10 @@ class ContextCalc(wiring.Component):
                 res.r_a.eq(cur.bal_pg - op.rel_bytes),
                 res.r_a_pos.eq(r_a_pos_d),
                 res.pg_nz.eq(cur.pg != 0),
+                res.r_a_rem.eq(cur.bal_pg - op.rel_bytes - CUB),
+                res.r_a_big.eq(r_a_big_d),
+                res.pg_rem.eq(cur.pg - CUB),
+                res.pg_big.eq(cur.pg > CUB),
                 res.g_pg.eq(cur.pg + (op.g_len << 6)),
                 res.g_balpg.eq(cur.bal_pg + (op.g_len << 6)),
                 res.g_credit.eq(cur.balance + (op.g_len << 6)),

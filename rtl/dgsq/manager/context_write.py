@@ -89,9 +89,17 @@ class ContextWrite(wiring.Component):
         set_pend, clr_pend, push = fx["set_pend"], fx["clr_pend"], fx["push"]
         r_next = Signal(signed(26))  # REL: the balance after the report
         r_next_pos = Signal()
+        # One GRANT, one container: the next container takes at most one container's
+        # credit of what is left; the rest (GRANTs that came meanwhile) stays in pg for
+        # the containers after it (the reorder slot and the arbiter's in-flight count
+        # are per container).
+        r_big = Signal()
+        r_rel = Signal(signed(26))  # REL: the next container's credit
         m.d.comb += [
             r_next.eq(Mux(res.r_neg, res.r_a, c.pg)),
             r_next_pos.eq(Mux(res.r_neg, res.r_a_pos, res.pg_nz)),
+            r_big.eq(Mux(res.r_neg, res.r_a_big, res.pg_big)),
+            r_rel.eq(Mux(r_big, self.container_units << LCU, r_next)),
         ]
         g_ok = Signal()
         m.d.comb += g_ok.eq(op.g_pre & valid_q & res.g_keq.all())
@@ -176,9 +184,9 @@ class ContextWrite(wiring.Component):
                 m.d.comb += [
                     nxt.backlog.eq(Mux(res.r_gt, res.r_diff, 0)),
                     nxt.nz.eq(res.r_gt),
-                    nxt.balance.eq(r_next),
+                    nxt.balance.eq(r_rel),
                     nxt.bal_pg.eq(r_next),
-                    nxt.pg.eq(0),
+                    nxt.pg.eq(Mux(r_big, Mux(res.r_neg, res.r_a_rem, res.pg_rem), 0)),
                     nxt.rel_pending.eq(0),
                     nxt.ts_act.eq(now),
                     write.eq(1),
@@ -188,7 +196,7 @@ class ContextWrite(wiring.Component):
                     m.d.comb += rel_out.eq(1)
                 with m.Else():
                     with m.If(r_next_pos):
-                        m.d.comb += [nxt.balance.eq(0), nxt.bal_pg.eq(0)]
+                        m.d.comb += [nxt.balance.eq(0), nxt.bal_pg.eq(0), nxt.pg.eq(0)]
                     # No release out any more: a waiting REQUEST is due again.
                     m.d.comb += [nxt.req_wait.eq(0), push.eq(c.req_wait)]
             with m.If(rel_out):
@@ -257,7 +265,7 @@ class ContextWrite(wiring.Component):
             self.m_pkt.payload.tenant.eq(nxt.tenant[: self.tenant_bits]),
             self.m_pkt.payload.bytes.eq(self.pkt_bytes),
             self.m_rel.payload.queue.eq(self.q),
-            self.m_rel.payload.credit.eq(Mux(kind.grant, res.g_credit, r_next)),
+            self.m_rel.payload.credit.eq(Mux(kind.grant, res.g_credit, r_rel)),
             self.m_rel.payload.dst_node.eq(c.dst_node),
             r.type.eq(GSEType.REQUEST.value),
             r.flags.eq(0),

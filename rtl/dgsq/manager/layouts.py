@@ -115,6 +115,10 @@ def calc_layout(n_ctx):
             "r_a": signed(26),  # REL: balance + pg - bytes
             "r_a_pos": 1,  # REL: balance + pg - bytes > 0
             "pg_nz": 1,  # pg != 0
+            "r_a_rem": signed(26),  # REL: balance + pg - bytes - container
+            "r_a_big": 1,  # REL: balance + pg - bytes > container
+            "pg_rem": signed(26),  # REL: pg - container
+            "pg_big": 1,  # REL: pg > container
             "g_pg": 24,  # GRANT: pg + credit
             "g_balpg": signed(24),  # GRANT: balance + pg + credit
             "g_credit": signed(26),  # GRANT: balance + credit

@@ -70,7 +70,9 @@ class DGSQManager(wiring.Component):
     ``s_rel_done`` (credit used) is debited from backlog and balance. One GRANT
     forms one container: a GRANT that comes while a release is out keeps its credit
     apart until the report, and credit a container left unused is dropped then (the
-    arbiter releases it at the container's last packet). Credit left over when the
+    arbiter releases it at the container's last packet); each report starts at most
+    one container's credit, so GRANTs held meanwhile go out one container each, one
+    per report. Credit left over when the
     queue ran dry is discarded (never hoarded), an overrun is repaid from the next
     grant.
 
