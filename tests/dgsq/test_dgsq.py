@@ -61,7 +61,8 @@ MANAGER = {
 
 
 @pytest.mark.parametrize(
-    "testcase", ["test_closed_loop", "test_pool_exhaustion", "test_control_loss", "test_grants_during_release"]
+    "testcase",
+    ["test_closed_loop", "test_pool_exhaustion", "test_control_loss", "test_grants_during_release"],
 )
 def test_dgsq_manager(testcase):
     run_cocotb("dgsq_manager", MANAGER, "cocotb_dgsq_manager", testcase=testcase, build_args=BUILD_ARGS)
