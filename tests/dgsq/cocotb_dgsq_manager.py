@@ -81,9 +81,8 @@ class ManagerBench:
 
     def arb(self, dst_node, port):
         return self.arbs.setdefault(
-            (dst_node, port), ArbiterModel(
-                n_req=64, buffer_credits=16 * 64, grant_credits=64, max_inflight=self.max_inflight
-            )
+            (dst_node, port),
+            ArbiterModel(n_req=64, buffer_credits=16 * 64, grant_credits=64, max_inflight=self.max_inflight),
         )
 
     def stat(self, name):
