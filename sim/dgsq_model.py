@@ -267,14 +267,22 @@ class SourceModel:
         was_empty = q.backlog == 0
         q.packets.append(nbytes)
         q.backlog += credit_bytes(nbytes, self.credit_unit)
-        if was_empty or units(q.backlog) >= q.view + self.CU:
+        if was_empty or self.demand(qid) >= q.view + self.CU:
             self.pending.add(qid)
+
+    def demand(self, qid):
+        """What a REQUEST reports, in credit units: the backlog less the credit granted
+        and not yet reported (the release out, GRANTs held for the next containers):
+        that data is granted already, so it is no longer demand."""
+        q = self.queues[qid]
+        granted = max(q.balance + q.pg, 0)
+        return units(max(q.backlog - granted, 0))
 
     def make_request(self, qid, now=0):
         """The REQUEST fields for queue ``qid`` (and the source's bookkeeping)."""
         q = self.queues[qid]
         self.pending.discard(qid)
-        q.view = units(q.backlog)
+        q.view = self.demand(qid)
         q.ts_req = now
         dst_node, port, tc, tenant = q.key
         return {

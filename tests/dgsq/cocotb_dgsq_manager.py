@@ -209,7 +209,8 @@ class ManagerBench:
                 key = self.qkey[o["dgsq"]]
                 assert o["type"] == REQUEST_TYPE and o["src_node"] == NODE
                 assert (o["dst_node"], o["port"], o["tc"], o["tenant"]) == key, (o, key)
-                assert o["len"] == units(q.backlog), f"REQUEST backlog {o['len']} vs {units(q.backlog)}"
+                want = self.shadow.demand(o["dgsq"])
+                assert o["len"] == want, f"REQUEST backlog {o['len']} vs {want} (backlog less credit granted)"
                 assert o["seq"] == q.ack, f"REQUEST ack {o['seq']} vs {q.ack}"
                 if self.rng.random() < self.loss:
                     self.lost["req"] += 1

@@ -120,8 +120,9 @@ class ManagerChecker(StreamModel):
             want = (REQUEST_TYPE, NODE) + key + (self.p["ttl"],)
             if got != want:
                 errs.append(f"header (type, src, dst, port, tc, tenant, ttl) {got} != {want}")
-            if f["len"] != units(q.backlog):
-                errs.append(f"backlog {f['len']} != {units(q.backlog)} credit units")
+            want = self.shadow.demand(f["dgsq"])
+            if f["len"] != want:
+                errs.append(f"backlog {f['len']} != {want} credit units (backlog less credit granted)")
             if f["seq"] != q.ack:
                 errs.append(f"acknowledged seq {f['seq']} != {q.ack}")
         elif item.port == "m_rel":

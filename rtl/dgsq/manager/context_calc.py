@@ -64,6 +64,10 @@ class ContextCalc(wiring.Component):
         r_a_pos_d = (op.rel_bytes - cur.bal_pg)[-1]  # balance + pg - bytes > 0
         CUB = CU * CREDIT_UNIT_BYTES  # one container's credit, bytes
         r_a_big_d = (op.rel_bytes + CUB - cur.bal_pg)[-1]  # balance + pg - bytes > CUB
+        # Credit granted and not yet reported (the release out and GRANTs held): its
+        # data is still in the backlog but no longer demand the arbiter should grant.
+        granted = Mux(cur.bal_pg[-1], 0, cur.bal_pg)
+        ungranted_r = cur.backlog + (CREDIT_UNIT_BYTES - 1) - granted  # signed
         with m.If(self.en):
             m.d.sync += [
                 res.qoh.eq(Cat(self.q_dec == i for i in range(n))),
@@ -72,6 +76,7 @@ class ContextCalc(wiring.Component):
                 self.c.eq(cur),
                 res.p_nb.eq(cur.backlog + Cat(C(0, LCU), op.pkt_cu)),
                 res.p_thr.eq(cur.view + (CU - 1)),
+                res.p_lim.eq(Cat(C(0, LCU), cur.view + (CU - 1)) + granted),
                 res.r_diff.eq(cur.backlog - op.rel_bytes),
                 res.r_gt.eq(r_gt_d),
                 res.r_neg.eq((cur.balance - op.rel_bytes)[-1]),
@@ -90,7 +95,7 @@ class ContextCalc(wiring.Component):
                 res.g_keq.eq(
                     Cat(_chunks_equal(cur.dst_node, op.g_src_node), _chunks_equal(cur.port, op.g_port))
                 ),
-                res.u_sum.eq((cur.backlog + (CREDIT_UNIT_BYTES - 1))[6:]),
+                res.u_sum.eq(ungranted_r[LCU : LCU + 20]),
                 res.e_req.eq(now - cur.ts_req),
                 res.e_grant.eq(now - cur.ts_grant),
                 res.e_act.eq(now - cur.ts_act),

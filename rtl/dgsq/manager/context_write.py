@@ -12,7 +12,7 @@ __all__ = ["ContextWrite", "EFFECTS"]
 
 #: What a WRITE does to the flag vectors, the REQUEST FIFO and the counters, applied in
 #: the clock after it (``fx_<name>`` ports).
-EFFECTS = ("set_pend", "clr_pend", "push", "free", "refresh", "grant", "gap", "unused", "unknown")
+EFFECTS = ("set_pend", "clr_pend", "free", "refresh", "grant", "gap", "unused", "unknown")
 
 
 class ContextWrite(wiring.Component):
@@ -86,7 +86,7 @@ class ContextWrite(wiring.Component):
         m.d.comb += nxt.eq(c)
         write = Signal()
         fx = {k: Signal(name=f"fx_{k}_d") for k in EFFECTS}  # decided (comb)
-        set_pend, clr_pend, push = fx["set_pend"], fx["clr_pend"], fx["push"]
+        set_pend, clr_pend = fx["set_pend"], fx["clr_pend"]
         r_next = Signal(signed(26))  # REL: the balance after the report
         r_next_pos = Signal()
         # One GRANT, one container: the next container takes at most one container's
@@ -103,10 +103,14 @@ class ContextWrite(wiring.Component):
         ]
         g_ok = Signal()
         m.d.comb += g_ok.eq(op.g_pre & valid_q & res.g_keq.all())
-        emit = valid_q & ~c.rel_pending  # REQ: live context without a release out
+        # REQ: any live context, also while a release is out (its backlog figure leaves
+        # out the credit granted and not yet reported, so nothing is counted twice); a
+        # REQUEST that waited for the release to end starved a queue kept busy by its
+        # GRANTs until they ran out
+        emit = valid_q
         rel_out = Signal()  # m_rel carries a release request
         u = Signal(16)
-        m.d.comb += u.eq(Mux(res.u_sum[16:].any(), 0xFFFF, res.u_sum[:16]))
+        m.d.comb += u.eq(Mux(res.u_sum[19], 0, Mux(res.u_sum[16:19].any(), 0xFFFF, res.u_sum[:16])))
 
         with m.If(self.en):
             # PKT
@@ -119,9 +123,10 @@ class ContextWrite(wiring.Component):
                     done.eq(self.m_pkt.ready),
                     write.eq(1),
                 ]
-                # units(backlog) >= view + container  <=>  backlog > (view + CU - 1) * 64
+                # units(backlog - granted) >= view + container
+                #   <=>  backlog > (view + CU - 1) * 64 + granted
                 p_thr = res.p_thr
-                grow_by = ~p_thr[16] & (p_thr[:16] != 0xFFFF) & (res.p_nb > Cat(C(0, 6), p_thr))
+                grow_by = ~p_thr[16] & (p_thr[:16] != 0xFFFF) & (res.p_nb > res.p_lim)
                 if self.low_water is not None:
                     # lean REQUESTs: only while the arbiter's view is below the low water
                     grow_by &= c.view < self.low_water
@@ -197,8 +202,6 @@ class ContextWrite(wiring.Component):
                 with m.Else():
                     with m.If(r_next_pos):
                         m.d.comb += [nxt.balance.eq(0), nxt.bal_pg.eq(0), nxt.pg.eq(0)]
-                    # No release out any more: a waiting REQUEST is due again.
-                    m.d.comb += [nxt.req_wait.eq(0), push.eq(c.req_wait)]
             with m.If(rel_out):
                 m.d.comb += [
                     self.m_rel.valid.eq(1),
@@ -219,10 +222,6 @@ class ContextWrite(wiring.Component):
                         clr_pend.eq(1),
                         self.inc_requests.eq(self.m_req.ready),
                     ]
-                with m.Elif(valid_q):
-                    # A release is out: the REQUEST waits for its report (a fresh backlog
-                    # figure); the report puts the id back in the FIFO (pending stays set).
-                    m.d.comb += [done.eq(1), write.eq(1), nxt.req_wait.eq(1)]
                 with m.Else():
                     m.d.comb += [done.eq(1), clr_pend.eq(1)]
             # SWEEP

@@ -55,7 +55,6 @@ def context_layout():
             "ack": 16,  # seq of the last GRANT received
             "have_ack": 1,
             "rel_pending": 1,  # a release is out at the VOQ buffer
-            "req_wait": 1,  # a REQUEST due waits for that release's report
             "nz": 1,  # backlog != 0 (kept so no zero test sits on the read data)
             "ts_act": 16,  # coarse times of the last activity, REQUEST, GRANT
             "ts_req": 16,
@@ -109,6 +108,7 @@ def calc_layout(n_ctx):
             "pend_q": 1,  # a REQUEST is due for it
             "p_nb": 25,  # PKT: backlog + the packet's bytes rounded up to units
             "p_thr": 17,  # PKT: view + container - 1 (credit units)
+            "p_lim": 26,  # PKT: (view + container - 1) * 64 + credit granted, not reported
             "r_diff": 24,  # REL: backlog - bytes (valid if r_gt)
             "r_gt": 1,  # REL: backlog > bytes (backlog left)
             "r_neg": 1,  # REL: balance - bytes < 0
@@ -125,7 +125,7 @@ def calc_layout(n_ctx):
             "g_pos": 1,  # GRANT: balance + credit > 0
             "g_vdiff": 17,  # GRANT: view - len (bit 16: borrow, clip to 0)
             "g_keq": 12,  # GRANT: key chunks equal (src_node, port)
-            "u_sum": 19,  # REQ: (backlog + 63) >> 6, credit units before clipping
+            "u_sum": 20,  # REQ: (backlog - granted + 63) >> 6, units before clipping (bit 19: < 0)
             "e_req": 16,  # SWEEP: coarse time since REQUEST, GRANT, activity
             "e_grant": 16,
             "e_act": 16,

@@ -18,9 +18,8 @@ class RequestScheduler(wiring.Component):
     the due sweep step and advances the sweep pointer (wrapping at ``n_ctx``). From the
     engine, one clock after its WRITE: ``set_pend`` (a REQUEST becomes due for context
     ``q``: its ``pending`` bit is set, ``q`` pushed), ``clr_pend`` (REQUEST done:
-    ``pending`` bit of one-hot ``qoh`` cleared), ``push`` (push ``q`` again, its bit
-    stays set). ``pending`` has a bit per context; ``now`` is the coarse time (clock
-    count >> ``tick_shift``, 16 bits, wrapping).
+    ``pending`` bit of one-hot ``qoh`` cleared). ``pending`` has a bit per context;
+    ``now`` is the coarse time (clock count >> ``tick_shift``, 16 bits, wrapping).
 
     Timing: all registered; a push is visible at the FIFO's output after its latency
     (:class:`~amaranth.lib.fifo.SyncFIFOBuffered`, ``n_ctx`` deep: a context is in it at
@@ -42,7 +41,6 @@ class RequestScheduler(wiring.Component):
                 "ctl_take": In(1),
                 "set_pend": In(1),
                 "clr_pend": In(1),
-                "push": In(1),
                 "q": In(qb),
                 "qoh": In(n_ctx),
                 "pending": Out(n_ctx),
@@ -54,7 +52,7 @@ class RequestScheduler(wiring.Component):
         m = Module()
         n = self.n_ctx
         qb = len(self.q)
-        pending = self.pending  # a REQUEST is due: id in req_fifo once, or req_wait set
+        pending = self.pending  # a REQUEST is due: id in req_fifo once
 
         tick_cnt = Signal(self.tick_shift + 1)
         m.d.sync += tick_cnt.eq(tick_cnt + 1)
@@ -83,5 +81,5 @@ class RequestScheduler(wiring.Component):
             m.d.sync += pending.eq(pending | self.qoh)
         with m.If(self.clr_pend):
             m.d.sync += pending.eq(pending & ~self.qoh)
-        m.d.comb += [req_fifo.w_en.eq(self.push | self.set_pend), req_fifo.w_data.eq(self.q)]
+        m.d.comb += [req_fifo.w_en.eq(self.set_pend), req_fifo.w_data.eq(self.q)]
         return m

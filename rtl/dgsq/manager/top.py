@@ -208,7 +208,6 @@ class DGSQManager(wiring.Component):
             sched.ctl_take.eq(eng.ctl_take),
             sched.set_pend.eq(wr.fx_set_pend),
             sched.clr_pend.eq(wr.fx_clr_pend),
-            sched.push.eq(wr.fx_push),
             sched.q.eq(eng.q),
             sched.qoh.eq(calc.res.qoh),
         ]
