@@ -68,14 +68,6 @@ def _lint_case(spec):
     # The composed leaf's export takes minutes (about 3 of Yosys and 1 of Verilator on
     # an idle core; several times that on a loaded machine): a longer time limit.
     marks = [pytest.mark.timeout(3600)] if spec.name == "leaf" else []
-    if spec.name == "leaf":
-        # Lint passes (checked before); the kept-module check does not: the leaf ties the
-        # VOQ buffers' query ports to 0, so their per-queue and per-tenant drop tables
-        # (gse_sram_2r1w_16x32) are unread, Yosys removes them, and the kept module has
-        # no instance. Fix: bring the VOQ query port out to the leaf's register map.
-        marks.append(
-            pytest.mark.xfail(strict=True, reason="the leaf's VOQ drop tables are unread and optimised away")
-        )
     return pytest.param(spec, marks=marks, id=spec.name)
 
 

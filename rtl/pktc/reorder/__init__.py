@@ -21,9 +21,10 @@ Interface
   or skipped; copies of a FIRST frame), ``drop_window`` (frames of a container W or
   more ahead), ``drop_orphan`` (frames of a container whose FIRST frame was not
   stored), ``drop_bad`` (containers discarded whole: a frame with ``tuser`` set, or
-  larger than a slot), ``drop_runt`` (frames shorter than the 32-byte tagged
-  header), ``drop_other`` (not the GSE EtherType ``ethertype``, not a v1 DATA frame,
-  or ``src_node`` >= ``sources``).
+  larger than a slot), ``drop_runt`` (frames of fewer than 32 valid bytes, the
+  tagged header, counted by ``tkeep``: also one whose last beats are empty),
+  ``drop_other`` (not the GSE EtherType ``ethertype``, not a v1 DATA frame, or
+  ``src_node`` >= ``sources``).
 
 Parameters
 ----------

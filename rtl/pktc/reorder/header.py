@@ -5,8 +5,11 @@ Interface
 * ``s_beat`` (in, stream of AXI-Stream beats, always ready): the reorder buffer's
   input, observed (every beat is taken).
 * ``m_req`` (out, stream, always ready; registered): one request per frame, a clock
-  after the beat holding tagged header byte 31 (beat ``hdr_beat``); or, for a frame
-  that ends before byte 31 (a runt), a clock after its last beat with ``runt`` set.
+  after the beat holding tagged header byte 31 (beat ``hdr_beat``); or, for a runt,
+  with ``runt`` set: a frame that ends before beat ``hdr_beat`` (a clock after its
+  last beat), or whose byte 31 has ``tkeep`` 0 on that beat (a clock after it, whether
+  that beat is the last or empty beats follow). ``tkeep`` is taken as contiguous from
+  byte 0, so a runt is exactly a frame of fewer than 32 valid bytes.
   Fields: ``src`` (low ``src_bits`` of ``src_node``), ``seq``, ``first``, ``last``
   (``flags`` bits 0 and 1), and ``ok``: the EtherType is the ``ethertype``
   parameter, ``ver`` is 1, ``type`` is DATA and ``src_node`` < ``sources``.
@@ -102,11 +105,14 @@ class FrameHeader(wiring.Component):
         ver_type = byte(e)
         src = Cat(byte(e + 5), byte(e + 4))
         seq = Cat(byte(e + 11), byte(e + 10))
+        # A runt holds fewer than 32 valid bytes: it ends before beat ``hdr_beat``, or
+        # byte 31's tkeep bit is 0 on that beat (tkeep is contiguous from byte 0, so no
+        # valid byte follows, however many empty beats do). Either way it is known by
+        # beat ``hdr_beat``: the writer's beat FIFO never waits longer for a decision.
+        k31 = beat.keep[(TAGGED_HEADER_BYTES - 1) % B]
         runt = Signal()
-        m.d.comb += runt.eq(
-            v & beat.last & ((ein < h) | ((ein == h) & ~beat.keep[(TAGGED_HEADER_BYTES - 1) % B]))
-        )
-        decide = v & (ein == h) & ~runt
+        m.d.comb += runt.eq(v & ((beat.last & (ein < h)) | ((ein == h) & ~k31)))
+        decide = v & (ein == h) & k31
         req = self.m_req.payload
         m.d.sync += [
             self.m_req.valid.eq(decide | runt),

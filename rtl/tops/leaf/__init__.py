@@ -28,7 +28,13 @@ from .dest_lookup import DestLookup, dest_entry_layout
 from .fabric_ingress import FabricIngress
 from .host_egress import HostEgress
 from .host_ingress import HostIngress
-from .registers import connect_dest_table, connect_leaf_registers, leaf_register_map
+from .registers import (
+    connect_dest_table,
+    connect_leaf_registers,
+    forward_query,
+    leaf_register_map,
+    query_members,
+)
 from .uplink_tx import UplinkTx
 
 __all__ = ["GSELeaf", "EXPORTS", "LB_MODES"]
@@ -70,13 +76,16 @@ class GSELeaf(wiring.Component):
     * ``s_axil_*`` (AXI4-Lite, 32-bit): configuration and every counter, the map of
       :func:`~.registers.leaf_register_map` (``leaf.node_base``: host port p is node
       ``node_base + p``; ``leaf.ecmp_seed``; ``leaf.host_tc[p]``, ``leaf.host_tenant[p]``;
-      the destination table through ``leaf.dest_*``; the parts' counters).
+      the destination table through ``leaf.dest_*``; the parts' counters; GSE mode:
+      ``h<p>_in.voq_query_*``, host port p's VOQ per-queue / per-tenant counts).
     * With ``config_ports`` = True instead of the bank (a simulation harness that pokes
       ports): ``node_base``, ``ecmp_seed``, ``host_tc_<p>``, ``host_tenant_<p>``,
       ``s_dest`` (table writes, :func:`~.dest_lookup.dest_entry_layout`),
       ``dest_rd_index`` -> ``dest_rd_entry``, and every counter as a port
       ``<part>_<sub>_stat_<name>`` (``h<p>_in``, ``h<p>_out``, ``u<u>_rx``, ``u<u>_tx``,
-      ``ctl``, ``lm``).
+      ``ctl``, ``lm``), and (GSE mode) each host port's VOQ query port as
+      ``h<p>_in_voq_query_<name>`` (in: ``queue``, ``tenant``; out a clock later:
+      ``pkts``, ``bytes``, ``cells``, ``drops``, ``tenant_cells``, ``tenant_drops``).
     """
 
     def __init__(
@@ -182,6 +191,7 @@ class GSELeaf(wiring.Component):
             )
             for prefix, part in self._stat_parts.items():
                 members.update(stat_members(prefix, part, nested=True))
+                members.update(query_members(prefix, part))
         else:
             self.regmap = leaf_register_map(self)
             self.bank = AXI4LiteRegisterBank(self.regmap)
@@ -213,6 +223,7 @@ class GSELeaf(wiring.Component):
             m.d.comb += [tenants[p].eq(self.host_tenant[p]) for p in range(H)]
             for prefix, part in self._stat_parts.items():
                 forward_stats(m, self, prefix, part, nested=True)
+                forward_query(m, self, prefix, part)
             return node_base, seed, tcs, tenants
         m.submodules.bank = bank = self.bank
         m.submodules.sys = sysc = SystemCounters(self.regmap.fingerprint())

@@ -55,6 +55,11 @@ class HostIngress(wiring.Component):
     * Counters: ``<part>_stat_*`` of the parts (``cls``, ``tag``, ``mgr``, ``voq``,
       ``cf``, ``sp``, ``req_enc``; ECMP: ``cls``, ``tag``, ``sel``); ``ctx_used``
       (status, GSE mode).
+    * GSE mode: the VOQ buffer's query port as ``voq_query_<name>``
+      (:class:`~opengse.rtl.voq.buffer.VOQBuffer`'s ``query_<name>``: in
+      ``voq_query_queue``, ``voq_query_tenant``; out a clock later the queue's
+      ``pkts``, ``bytes``, ``cells``, ``drops`` and the tenant's ``tenant_cells``,
+      ``tenant_drops``).
 
     Timing: the parts' (see each). The store holds a frame until it is whole (its
     length goes into the tag and the manager's backlog); a frame enters the tagger only
@@ -137,6 +142,10 @@ class HostIngress(wiring.Component):
             "req_enc": self.req_enc,
         }
         members.update(ctx_used=Out(16))
+        # the VOQ buffer's query port, as ``voq_query_*`` (the leaf's registers)
+        for name, member in self.voq.signature.members.items():
+            if name.startswith("query_"):
+                members[f"voq_{name}"] = member
         for prefix, part in self._parts.items():
             members.update(stat_members(prefix, part))
         super().__init__(members)
@@ -196,7 +205,10 @@ class HostIngress(wiring.Component):
         wiring.connect(m, cf.m_done, mgr.s_rel_done)
         wiring.connect(m, voq.m_desc, cf.s_desc)
         wiring.connect(m, wiring.flipped(self.s_grant), mgr.s_grant)
-        m.d.comb += [voq.query_queue.eq(0), voq.query_tenant.eq(0)]
+        for name, member in voq.signature.members.items():
+            if name.startswith("query_"):
+                ours, theirs = getattr(self, f"voq_{name}"), getattr(voq, name)
+                m.d.comb += theirs.eq(ours) if member.flow == In else ours.eq(theirs)
 
         # the sprayer: data from the VOQ, control frames (GRANTs first, then REQUESTs)
         wiring.connect(m, voq.m_axis, sp.s_axis)

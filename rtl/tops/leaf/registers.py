@@ -8,6 +8,13 @@ Blocks of the map: ``sys``; ``leaf`` (configuration: ``node_base``, ``ecmp_seed`
 egress), ``u<u>_rx`` / ``u<u>_tx`` (uplink u). A part's counter ``<sub>_stat_<name>``
 is the RO register ``<sub>_<name>``, documented as the sub-block's ``stat_<name>`` is
 in :data:`~opengse.rtl.regs.blocks.BLOCK_REGISTERS`.
+
+A part's query port (``voq_query_*`` of ``h<p>_in`` in GSE mode: the VOQ buffer's
+per-queue and per-tenant counts, drop tables included) is a set of registers of its
+block: the inputs RW (``voq_query_queue``, ``voq_query_tenant``), the outputs RO
+(valid a clock after an index is written, so any AXI4-Lite read after the write
+sees them). With the leaf's ``config_ports`` the same ports are the leaf's
+``<part>_voq_query_*`` (:func:`query_members`, :func:`forward_query`).
 """
 
 from amaranth.hdl import Shape
@@ -18,7 +25,14 @@ from ...regs.blocks import BLOCK_REGISTERS
 from ...regs.description import Access, Register, RegisterBlock, RegisterMap
 from ...regs.system import system_block
 
-__all__ = ["leaf_register_map", "connect_leaf_registers", "connect_dest_table", "SUB_KINDS"]
+__all__ = [
+    "leaf_register_map",
+    "connect_leaf_registers",
+    "connect_dest_table",
+    "query_members",
+    "forward_query",
+    "SUB_KINDS",
+]
 
 #: Prefix of a part's sub-block -> catalog kind whose register docs describe it.
 SUB_KINDS = {
@@ -74,11 +88,18 @@ def _width(member):
 PART_KINDS = {"lm": "link_monitor"}
 
 
+#: Prefix of a part's query ports; the rest of the name is the VOQ buffer's port.
+QUERY_PREFIX = "voq_query_"
+
+
 def _part_doc(port, kind=None):
     if kind is not None:
         return BLOCK_REGISTERS[kind].docs[port]
     if port in OWN_DOCS:
         return OWN_DOCS[port]
+    if port.startswith(QUERY_PREFIX):  # the VOQ buffer's description, in the leaf's names
+        doc = BLOCK_REGISTERS["voq"].docs[port[len("voq_") :]]
+        return "voq: " + doc.replace("`query_", "`" + QUERY_PREFIX)
     sub, sep, name = port.partition("_stat_")
     if sep and sub in SUB_KINDS:
         doc = BLOCK_REGISTERS[SUB_KINDS[sub]].docs.get(f"stat_{name}")
@@ -91,9 +112,34 @@ def _part_doc(port, kind=None):
 WIRED_OUT = ("pause", "lookup_key", "probe_rx")
 
 
+def query_members(prefix, part):
+    """``{<prefix>_voq_query_<name>: member}``: a part's query port (both flows), as
+    members of a top that shows it as ports (the leaf's ``config_ports``)."""
+    return {f"{prefix}_{n}": mb for n, mb in part.signature.members.items() if n.startswith(QUERY_PREFIX)}
+
+
+def forward_query(m, top, prefix, part):
+    """Join ``top``'s ports of :func:`query_members` to ``part``'s query port."""
+    for n, member in part.signature.members.items():
+        if n.startswith(QUERY_PREFIX):
+            ours, theirs = getattr(top, f"{prefix}_{n}"), getattr(part, n)
+            m.d.comb += theirs.eq(ours) if member.flow == wiring.In else ours.eq(theirs)
+
+
+def part_inputs(part):
+    """``{register name: (port name, width, count)}`` of a part's RW registers: the
+    inputs of its query port (its other inputs are wired by the leaf)."""
+    return {
+        name: (name,) + _width(member)
+        for name, member in part.signature.members.items()
+        if not member.is_signature and member.flow == wiring.In and name.startswith(QUERY_PREFIX)
+    }
+
+
 def part_ports(part):
     """``{register name: (port name, width, count)}`` of a part's RO registers: every
-    counter and status output (not its streams, not its inputs)."""
+    counter and status output, the query port's outputs included (not its streams,
+    not its inputs)."""
     out = {}
     for name, member in part.signature.members.items():
         if member.is_signature or member.flow != wiring.Out or name in WIRED_OUT:
@@ -154,6 +200,10 @@ def leaf_register_map(leaf):
     blocks = [system_block(), leaf_block(leaf)]
     for prefix, part in leaf.parts().items():
         regs = [
+            Register(reg, width, Access.RW, doc=_part_doc(port), count=count)
+            for reg, (port, width, count) in part_inputs(part).items()
+        ]
+        regs += [
             Register(reg, width, Access.RO, doc=_part_doc(port, PART_KINDS.get(prefix)), count=count)
             for reg, (port, width, count) in part_ports(part).items()
         ]
@@ -164,9 +214,15 @@ def leaf_register_map(leaf):
 
 
 def connect_leaf_registers(m, bank, regmap, leaf):
-    """Drive every part's RO registers in ``bank`` from the part's ports."""
+    """Drive every part's RO registers in ``bank`` from the part's ports, and the
+    part's query inputs from its RW registers."""
     for prefix, part in leaf.parts().items():
         block = regmap[prefix]
+        for reg, (port, _w, count) in part_inputs(part).items():
+            ours, theirs = getattr(bank, port_name(block, block[reg])), getattr(part, port)
+            pairs = zip(ours, theirs) if count > 1 else [(ours, theirs)]
+            for a, b in pairs:
+                m.d.comb += b.eq(a)
         for reg, (port, _w, count) in part_ports(part).items():
             ours, theirs = getattr(bank, port_name(block, block[reg])), getattr(part, port)
             pairs = zip(ours, theirs) if count > 1 else [(ours, theirs)]
