@@ -67,7 +67,10 @@ def verilog_ports(text, module):
 def _lint_case(spec):
     # The composed leaf's export takes minutes (about 3 of Yosys and 1 of Verilator on
     # an idle core; several times that on a loaded machine): a longer time limit.
-    marks = [pytest.mark.timeout(3600)] if spec.name == "leaf" else []
+    # It runs under make test-slow: about 250 s, the longest test of the default run,
+    # for a known, strict xfail; the leaf's export is still built and simulated by
+    # tests/tops/test_leaf.py and prepared for the board by test_board_build.py.
+    marks = [pytest.mark.timeout(3600), pytest.mark.slow] if spec.name == "leaf" else []
     if spec.name == "leaf":
         # Lint passes (checked before); the kept-module check does not: the leaf ties the
         # VOQ buffers' query ports to 0, so their per-queue and per-tenant drop tables
