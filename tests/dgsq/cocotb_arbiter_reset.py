@@ -6,16 +6,12 @@ clocks) and then, with fresh sources (a leaf reset with it), run a lossless loop
 drains: no GRANT finds an empty queue, no lease written off, no unknown arrival, no
 egress overflow (the bench asserts it every clock), back at rest at the end."""
 
-import os
-
 import cocotb
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from opengse.sim.arbiter_bench import ArbiterBench
 
-#: Resets per run: ``ARBITER_RESETS`` (test_arbiter_reset.py: 2 by default, 5 under
-#: ``-m slow``), else 5.
-RESETS = int(os.environ.get("ARBITER_RESETS", "5"))
+RESETS = 5
 COUNTERS = ("grants", "requests", "req_no_slot", "arr_unknown", "lease_expired", "room_stall")
 
 
