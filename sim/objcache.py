@@ -10,7 +10,8 @@ variable to this script, so every compile runs through it as::
     python objcache.py CACHE_DIR CXX ARGS... -c -o TARGET.o SOURCE.cpp
 
 A source from Verilator's ``include`` folder is looked up in ``CACHE_DIR`` by a
-digest of the whole compile command and the source file's bytes; on a hit the
+digest of the whole compile command, the compiler binary (path, size, time stamp)
+and the source file's bytes; on a hit the
 object (and its ``-MMD`` dependency file) is copied into the build directory
 with a fresh time stamp, on a miss it is compiled and stored. Any other source
 (the model itself, cocotb's ``verilator.cpp``, which includes the model's
@@ -46,7 +47,11 @@ def main(argv):
         return subprocess.call(cmd)
     target = Path(cmd[cmd.index("-o") + 1])
     dep = target.with_suffix(".d")
-    digest = hashlib.sha1("\0".join(cmd).encode() + b"\0" + src.read_bytes()).hexdigest()[:16]
+    compiler = shutil.which(cmd[0]) or cmd[0]
+    st = os.stat(compiler) if os.path.exists(compiler) else None
+    identity = f"{os.path.realpath(compiler)}:{st and st.st_size}:{st and st.st_mtime_ns}"
+    key = "\0".join([identity, *cmd]).encode() + b"\0" + src.read_bytes()
+    digest = hashlib.sha1(key).hexdigest()[:16]
     cache_dir.mkdir(parents=True, exist_ok=True)
     stored = cache_dir / f"{target.stem}-{digest}.o"
     stored_dep = stored.with_suffix(".d")
