@@ -66,19 +66,11 @@ def verilog_ports(text, module):
 
 def _lint_case(spec):
     # The composed leaf's export takes minutes (about 3 of Yosys and 1 of Verilator on
-    # an idle core; several times that on a loaded machine): a longer time limit.
-    # It runs under make test-slow: about 250 s, the longest test of the default run,
-    # for a known, strict xfail; the leaf's export is still built and simulated by
-    # tests/tops/test_leaf.py and prepared for the board by test_board_build.py.
+    # an idle core; several times that on a loaded machine): a longer time limit, and
+    # it runs under make test-slow (about 250 s, the longest test of the default run);
+    # the default run still exports, builds and simulates the leaf (tests/tops/test_leaf.py)
+    # and prepares it for the Colorlight board (test_board_build.py).
     marks = [pytest.mark.timeout(3600), pytest.mark.slow] if spec.name == "leaf" else []
-    if spec.name == "leaf":
-        # Lint passes (checked before); the kept-module check does not: the leaf ties the
-        # VOQ buffers' query ports to 0, so their per-queue and per-tenant drop tables
-        # (gse_sram_2r1w_16x32) are unread, Yosys removes them, and the kept module has
-        # no instance. Fix: bring the VOQ query port out to the leaf's register map.
-        marks.append(
-            pytest.mark.xfail(strict=True, reason="the leaf's VOQ drop tables are unread and optimised away")
-        )
     return pytest.param(spec, marks=marks, id=spec.name)
 
 
