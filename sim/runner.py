@@ -130,6 +130,28 @@ def _cxx_opt(level):
             os.environ["MAKEFLAGS"] = old
 
 
+#: Where :mod:`opengse.sim.objcache` keeps the Verilator runtime objects every build shares.
+OBJCACHE_DIR = BUILD_ROOT / "sim" / "objcache"
+
+
+@contextmanager
+def _shared_runtime_objects():
+    """Compile through :mod:`opengse.sim.objcache` (Verilator's ``OBJCACHE`` make
+    variable): the Verilator runtime is compiled once per set of compiler flags, not
+    once per build (about 30 s of CPU saved per build). An ``OBJCACHE`` already in the
+    environment (e.g. ``ccache``) is left alone."""
+    if os.environ.get("OBJCACHE"):
+        yield
+        return
+    from opengse.sim import objcache
+
+    os.environ["OBJCACHE"] = f"{sys.executable} {objcache.__file__} {OBJCACHE_DIR}"
+    try:
+        yield
+    finally:
+        os.environ.pop("OBJCACHE", None)
+
+
 #: The simulator of the cocotb benches: ``verilator`` (default) or ``icarus``
 #: (``OPENGSE_SIM=icarus``; tests/platforms/test_icarus_benches.py runs some on it).
 SIM_ENV = "OPENGSE_SIM"
@@ -163,7 +185,7 @@ def build_block(block, params=None, *, waves=False, build_args=(), cxx_opt=None,
     build_dir = _param_dir(spec.name, params, waves)
     if sim != "verilator":
         build_dir = build_dir.with_name(f"{build_dir.name}-{sim}")
-    with _locked(build_dir.with_suffix(".lock")), _cxx_opt(cxx_opt):
+    with _locked(build_dir.with_suffix(".lock")), _cxx_opt(cxx_opt), _shared_runtime_objects():
         v_path = build_dir / "rtl" / f"{spec.module}.v"
         stamp = build_dir / "export.stamp"
         digest = _source_digest(spec, params)

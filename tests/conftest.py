@@ -1,5 +1,19 @@
+import json
 import sys
 from pathlib import Path
 
 # cocotb modules and test-only compositions live beside the tests.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+#: {test node id: seconds} of the regression's longest tests (tests/durations.json).
+LONGEST = json.loads((Path(__file__).resolve().parent / "durations.json").read_text())["seconds"]
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Longest tests first (their measured seconds in tests/durations.json), the rest in
+    collection order after them. Under pytest-xdist (``-n``, with ``--maxschedchunk 1``
+    from pyproject.toml, so a worker is handed one test at a time) a long test then
+    never starts last and runs on while the other worker sits idle; every worker sorts
+    the same way, as xdist requires."""
+    order = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (-LONGEST.get(item.nodeid, 0), order[id(item)]))

@@ -4,6 +4,11 @@ from loopback_top import LOOPBACK
 from opengse.sim.runner import run_cocotb
 
 
-@pytest.mark.parametrize("data_width", [8, 64, 256])
+#: The narrowest and the widest beat run by default; the middle one (a Verilator build
+#: of its own) under ``make test-slow``.
+WIDTHS = [8, pytest.param(64, marks=pytest.mark.slow), 256]
+
+
+@pytest.mark.parametrize("data_width", WIDTHS)
 def test_tag_parse_identity(data_width):
     run_cocotb(LOOPBACK, {"data_width": data_width}, "cocotb_loopback")

@@ -21,7 +21,8 @@ def run(block, params, module):
 REORDER = {"data_width": 64, "sources": 4, "window": 8, "slot_bytes": 1024, "timeout": 3000}
 
 
-@pytest.mark.parametrize("data_width", [64, 128, 256])
+# The narrowest and the widest beat by default, the middle one under make test-slow.
+@pytest.mark.parametrize("data_width", [64, pytest.param(128, marks=pytest.mark.slow), 256])
 def test_reorder(data_width):
     run("reorder", {**REORDER, "data_width": data_width}, "cocotb_reorder")
 
