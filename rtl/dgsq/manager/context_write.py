@@ -76,6 +76,25 @@ class ContextWrite(wiring.Component):
         v_after = Mux(res.g_vdiff[16], 0, res.g_vdiff[:16])
         return (v_after < self.low_water) & c.nz & (u >= v_after + self.container_units)
 
+    def _after_report(self, m):
+        """REL: the balance after the report (``r_next``, and whether it is > 0) and the
+        next container's credit ``r_rel``. One GRANT, one container: the next container
+        takes at most one container's credit of what is left (``r_big``: more is left);
+        the rest (GRANTs that came meanwhile) stays in pg for the containers after it
+        (the reorder slot and the arbiter's in-flight count are per container)."""
+        c, res = self.c, self.res
+        r_next = Signal(signed(26))
+        r_next_pos = Signal()
+        r_big = Signal()
+        r_rel = Signal(signed(26))
+        m.d.comb += [
+            r_next.eq(Mux(res.r_neg, res.r_a, c.pg)),
+            r_next_pos.eq(Mux(res.r_neg, res.r_a_pos, res.pg_nz)),
+            r_big.eq(Mux(res.r_neg, res.r_a_big, res.pg_big)),
+            r_rel.eq(Mux(r_big, self.container_units << LOG_CREDIT_UNIT, r_next)),
+        ]
+        return r_next, r_next_pos, r_big, r_rel
+
     def elaborate(self, platform):
         m = Module()
         LCU = LOG_CREDIT_UNIT
@@ -87,20 +106,7 @@ class ContextWrite(wiring.Component):
         write = Signal()
         fx = {k: Signal(name=f"fx_{k}_d") for k in EFFECTS}  # decided (comb)
         set_pend, clr_pend = fx["set_pend"], fx["clr_pend"]
-        r_next = Signal(signed(26))  # REL: the balance after the report
-        r_next_pos = Signal()
-        # One GRANT, one container: the next container takes at most one container's
-        # credit of what is left; the rest (GRANTs that came meanwhile) stays in pg for
-        # the containers after it (the reorder slot and the arbiter's in-flight count
-        # are per container).
-        r_big = Signal()
-        r_rel = Signal(signed(26))  # REL: the next container's credit
-        m.d.comb += [
-            r_next.eq(Mux(res.r_neg, res.r_a, c.pg)),
-            r_next_pos.eq(Mux(res.r_neg, res.r_a_pos, res.pg_nz)),
-            r_big.eq(Mux(res.r_neg, res.r_a_big, res.pg_big)),
-            r_rel.eq(Mux(r_big, self.container_units << LCU, r_next)),
-        ]
+        r_next, r_next_pos, r_big, r_rel = self._after_report(m)
         g_ok = Signal()
         m.d.comb += g_ok.eq(op.g_pre & valid_q & res.g_keq.all())
         # REQ: any live context, also while a release is out (its backlog figure leaves
