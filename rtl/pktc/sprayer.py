@@ -21,6 +21,11 @@ Interface
   priority over data at every packet boundary (also inside a container: a
   control frame is no part of it and may take another uplink). Never splits a packet.
 * ``m_axis_0 .. m_axis_{U-1}`` (out, AXI-Stream): the uplinks.
+* ``avoid`` (in, U bits): uplinks other sprayers of the leaf are sending a container
+  on; a new container takes a healthy uplink outside it when there is one (else any
+  healthy one). Tie to 0 for a sprayer alone. ``busy`` (out, U bits): the uplink of
+  this sprayer's container in progress (one-hot; 0 between containers), for the
+  others' ``avoid``.
 * ``healthy`` (in, U bits): uplinks allowed for new containers/control frames
   (from :class:`~opengse.rtl.pktc.link_monitor.LinkMonitor`). A link leaving the set is
   not chosen for a container that starts 2 (round-robin) or 1 + log2(U)
@@ -149,6 +154,8 @@ class ContainerSprayer(wiring.Component):
                 "s_ctrl": In(AXIStreamSignature(data_width)),
                 "m_axis": Out(AXIStreamSignature(data_width)).array(uplinks),
                 "healthy": In(uplinks),
+                "avoid": In(uplinks),
+                "busy": Out(uplinks),
                 "stat_containers": Out(32).array(uplinks),
                 "stat_bytes": Out(32).array(uplinks),
                 "stat_ctrl": Out(32),
@@ -170,7 +177,15 @@ class ContainerSprayer(wiring.Component):
         choice_ok = Signal()
         last_pick = Signal(ubits)
         load = [Signal(LOAD_BITS, name=f"load{i}") for i in range(U)]
-        _uplink_choice(m, self.policy, healthy, last_pick, load, choice, choice_ok)
+        # Sprayers of one leaf share its uplinks: a new container prefers a healthy
+        # uplink none of the others is sending a container on (``avoid``), since two
+        # containers on one uplink each run at half rate while another idles.
+        avoid = Signal(U)
+        m.d.sync += avoid.eq(self.avoid)
+        free = healthy & ~avoid
+        pref = Signal(U)
+        m.d.comb += pref.eq(Mux(free.any(), free, healthy))
+        _uplink_choice(m, self.policy, pref, last_pick, load, choice, choice_ok)
         min_load = Signal(LOAD_BITS)
         m.d.comb += min_load.eq(Cat(*load).word_select(choice, LOAD_BITS))
 
@@ -195,6 +210,7 @@ class ContainerSprayer(wiring.Component):
         pkt_ctrl = Signal()  # the packet in progress is a control frame
         in_cont = Signal()  # inside a container (between its first and last packet)
         cont_up = Signal(ubits)  # the container's uplink
+        m.d.comb += self.busy.eq(Mux(in_cont, 1 << cont_up, 0))
         pkt_up = Signal(ubits)  # the current packet's uplink
         beat = Signal(range((ETH_HEADER_BYTES + 18 + B - 1) // B + 1))  # beat index, saturating
         nhdr_beats = (ETH_HEADER_BYTES + 18 + B - 1) // B

@@ -277,3 +277,60 @@ async def test_control_priority(dut):
     assert sum(1 for w in waits if w > 2) >= 3, f"control frames never had to wait: {waits}"
     st = await tb.stats()
     assert st["ctrl"] == len(tb.ctrl_sent)
+
+
+@cocotb.test()
+async def test_avoid_other_sprayers_uplinks(dut):
+    """``avoid`` (the uplinks other sprayers of the leaf carry a container on): a
+    container that starts 4+ clocks after a change takes a healthy uplink outside it;
+    with every healthy uplink avoided it takes one of them anyway (nothing waits).
+    ``busy`` is 0 or one-hot, and names the uplink of each container in progress."""
+    tb = SprayerTB(dut, 3)
+    tb.set_pauses(0.1, 0.2)
+    await tb.reset()
+    U = tb.U
+    full = (1 << U) - 1
+    masks = [0b0011 & full, full & ~1, full, 0]
+    changes = []
+    busy_seen = set()
+
+    async def watch_busy():
+        while True:
+            await RisingEdge(dut.clk)
+            b = int(dut.busy.value)
+            assert b & (b - 1) == 0, f"busy {b:b} is not one-hot"
+            if b:
+                busy_seen.add(b.bit_length() - 1)
+
+    cocotb.start_soon(watch_busy())
+    for mask in masks:
+        for _ in range(6):
+            tb.send_container(tb.rng.randrange(16))
+        await RisingEdge(dut.clk)
+        dut.avoid.value = mask
+        changes.append((now(), mask))
+        for _ in range(tb.rng.randint(300, 500)):
+            await RisingEdge(dut.clk)
+    dut.avoid.value = 0
+    changes.append((now(), 0))
+    await tb.drain()
+    tb.check_data()
+    used = set()
+    checked = 0
+    for i in range(U):
+        for fr, s, _e in tb.frames[i]:
+            f = frame_fields(fr)
+            if f["type"] != DATA or not f["flags"] & 1:
+                continue
+            used.add(i)
+            mask = None
+            for t, mk in changes:
+                if s >= t + 4:
+                    mask = mk
+            if mask is not None and mask != full:
+                checked += 1
+                assert not mask >> i & 1, f"container to {f['dst_node']} seq {f['seq']} on avoided uplink {i}"
+    assert checked > 10, f"only {checked} containers started under an avoid mask"
+    assert used == busy_seen, f"containers on uplinks {used}, busy named {busy_seen}"
+    for s in tb.sinks:
+        assert s.empty()

@@ -49,6 +49,16 @@ def _pow2_at_most(n):
     return p
 
 
+def _others_busy(hins, p):
+    """The uplinks the other host ports' sprayers carry a container on (0 with one
+    host port, and in ECMP mode, where ``sp_busy`` is never driven)."""
+    out = 0
+    for q, h in enumerate(hins):
+        if q != p:
+            out = out | h.sp_busy
+    return out
+
+
 class GSELeaf(wiring.Component):
     """A GSE leaf: ``H`` host ports and ``U`` uplinks (see docs/leaf.md).
 
@@ -272,6 +282,7 @@ class GSELeaf(wiring.Component):
                 hin.tenant.eq(tenants[p]),
                 hin.healthy.eq(lm.healthy),
                 hin.ecmp_seed.eq(ecmp_seed),
+                hin.sp_avoid.eq(_others_busy(self.hin, p)),
                 hout.node_id.eq(node),
                 hout.pause_in.eq(self.host_pause_in[p]),
             ]

@@ -101,6 +101,10 @@ class HostIngress(wiring.Component):
             "m_up": Out(AXIStreamSignature(w)).array(U),
             "healthy": In(U),
             "ecmp_seed": In(32),
+            # uplinks the other host ports' sprayers carry a container on (GSE mode);
+            # this port's, for theirs
+            "sp_avoid": In(U),
+            "sp_busy": Out(U),
         }
         if not gse:
             self.sel = ECMPSelector(uplinks=U, data_width=w, ethertype=cfg.ethertype)
@@ -221,6 +225,6 @@ class HostIngress(wiring.Component):
         wiring.connect(m, wiring.flipped(self.s_grant_frames), ctl_mux.s_axis[0])
         wiring.connect(m, self.req_enc.m_axis, ctl_mux.s_axis[1])
         wiring.connect(m, ctl_mux.m_axis, sp.s_ctrl)
-        m.d.comb += sp.healthy.eq(self.healthy)
+        m.d.comb += [sp.healthy.eq(self.healthy), sp.avoid.eq(self.sp_avoid), self.sp_busy.eq(sp.busy)]
         for u in range(self.config.uplinks):
             wiring.connect(m, sp.m_axis[u], wiring.flipped(self.m_up[u]))
