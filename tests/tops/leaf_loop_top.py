@@ -77,6 +77,7 @@ def _build(delay=8, nodes=4, lb=0, hosts=4, uplinks=4, **kw):
         voq_buffer_bytes=16384,
         egress_buffer_bytes=8192,
         reorder_window=4,
+        max_inflight=2,
         container_bytes=2048,
     )
     leaf = GSELeaf(cfg, lb=("gse", "ecmp")[lb], delay=delay, **kw)

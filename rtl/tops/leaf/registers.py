@@ -109,7 +109,7 @@ def _part_doc(port, kind=None):
 
 
 #: Outputs of parts that other parts take (not registers).
-WIRED_OUT = ("pause", "lookup_key", "probe_rx")
+WIRED_OUT = ("pause", "lookup_key", "probe_rx", "sp_busy")
 
 
 def query_members(prefix, part):
