@@ -83,9 +83,9 @@ class DGSQManager(wiring.Component):
     the arbiter's view by a container. Set: such a REQUEST only while the view is below
     the low water, and one more when a GRANT takes the view below it with the backlog a
     container above; at saturation that is one REQUEST per (backlog - low water) of
-    grants instead of one per container. It must exceed the credit the arbiter can
-    grant in a REQUEST's flight plus its containers in flight: the leaf uses
-    ``(max_inflight + 3)`` containers).
+    grants instead of one per container. The view leaves out what was granted, so the
+    low water must only exceed the credit the arbiter can grant in a REQUEST's flight:
+    the leaf uses 3 containers).
 
     Timing: one event engine handles release reports, GRANTs, packets, REQUESTs and a
     timer sweep, one at a time in 3 clocks each: ACCEPT (pick the event from

@@ -71,8 +71,7 @@ class GSELeaf(wiring.Component):
     and the frame that may overrun it: default the power of two at or above
     ``container_bytes + max_frame_bytes + 18``), ``probe_interval``,
     ``refresh_cycles``, ``idle_cycles``, ``lease_cycles``, ``n_req``, ``lean_requests``
-    (the managers' ``request_low_water`` at ``max_inflight + 3`` containers; off by
-    default: docs/leaf.md).
+    (default on: the managers' ``request_low_water`` at 3 containers; docs/leaf.md).
 
     Interface (exported names):
 
@@ -114,7 +113,7 @@ class GSELeaf(wiring.Component):
         lease_cycles=8192,
         n_req=64,
         config_ports=False,
-        lean_requests=False,
+        lean_requests=True,
     ):
         if lb not in LB_MODES:
             raise ValueError(f"lb must be one of {', '.join(LB_MODES)}, not {lb!r}")

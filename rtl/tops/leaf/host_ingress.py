@@ -78,7 +78,7 @@ class HostIngress(wiring.Component):
         refresh_cycles=8192,
         idle_cycles=16384,
         lb="gse",
-        lean_requests=False,
+        lean_requests=True,
     ):
         cfg = self.config = config
         w, U = cfg.data_width, cfg.uplinks
@@ -113,9 +113,10 @@ class HostIngress(wiring.Component):
                 members.update(stat_members(prefix, part))
             super().__init__(members)
             return
-        # lean REQUESTs (docs/leaf.md): at saturation about one per (backlog - low water)
-        # of grants, not one per container; off by default until measured in a fabric
-        low_water = (cfg.max_inflight + 3) * cfg.container_bytes if lean_requests else None
+        # lean REQUESTs (docs/leaf.md): the arbiter's view of a queue's demand leaves
+        # out what it granted, so it need only outlast a REQUEST's flight (about one
+        # container's grant time): 3 containers; at saturation a REQUEST per 2-3 GRANTs
+        low_water = 3 * cfg.container_bytes if lean_requests else None
         self.mgr = DGSQManager(
             **cfg.manager_params(),
             refresh_cycles=refresh_cycles,
