@@ -175,7 +175,7 @@ BLOCK_REGISTERS = {
             "stat_ctrl": "control frames sent",
             "stat_stall_no_uplink": "clocks a ready container or control frame waited for a healthy uplink",
         },
-        wired=("healthy",),
+        wired=("healthy", "avoid", "busy"),
     ),
     "link_monitor": BlockRegisters(
         "PROBE keep-alives and the healthy-uplink set (rtl/pktc/link_monitor.py)",

@@ -133,7 +133,7 @@ def test_export_all_tops_deterministic(tmp_path):
     # The catalog leaf's sizes (rtl/tops/leaf LEAF_PARAMS): the smallest useful leaf.
     cfg, over = load_config(
         text="[gse]\nhost_ports = 2\nuplinks = 2\nnodes = 8\nqueues = 16\nvoq_buffer_bytes = 16384\n"
-        "egress_buffer_bytes = 8192\nreorder_window = 2\ncontainer_bytes = 2048\n"
+        "egress_buffer_bytes = 8192\nreorder_window = 2\nmax_inflight = 2\ncontainer_bytes = 2048\n"
     )
     names = ["leaf", "spine"]
     a = export_all(tmp_path / "a", cfg, over, names=names, log=lambda *_: None)
