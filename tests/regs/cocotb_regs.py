@@ -26,6 +26,7 @@ from cocotbext.axi import (
 
 from opengse.firmware.regs import AsyncRegisters, RegisterError
 from opengse.rtl.regs.description import Access
+from opengse.sim.axil_bus import AxilBus
 from opengse.sim.cocotb_util import random_pause, reset_dut
 from opengse.sim.runner import test_params
 from opengse.sim.traffic import random_frame
@@ -35,24 +36,6 @@ from regs_top import BENCH_FIELDS, EVENT_BAD_FRAME, EVENT_PARSER_DROP, EVENT_SPO
 GSE_ETHERTYPE = 0x88B5
 ADDR_WIDTH = 12  # the top's bank decodes a 4 KB window (the map needs 256 bytes)
 HDR_FIELDS = ("type", "src_node", "dst_node", "port", "ttl", "tenant", "len", "dgsq")
-
-
-class AxilBus:
-    """read32/write32 over an AxiLiteMaster; an error response raises."""
-
-    def __init__(self, master):
-        self.master = master
-
-    async def read32(self, addr):
-        resp = await with_timeout(self.master.read(addr, 4), 20, "us")
-        if resp.resp != AxiResp.OKAY:
-            raise RegisterError(f"read {addr:#x}: {resp.resp.name}")
-        return int.from_bytes(resp.data, "little")
-
-    async def write32(self, addr, value):
-        resp = await with_timeout(self.master.write(addr, value.to_bytes(4, "little")), 20, "us")
-        if resp.resp != AxiResp.OKAY:
-            raise RegisterError(f"write {addr:#x}: {resp.resp.name}")
 
 
 class Bench:
@@ -70,7 +53,7 @@ class Bench:
         ):
             ch.set_pause_generator(random_pause(self.rng, 0.3))
         self.regmap = top_map(test_params()["data_width"])
-        self.bus = AxilBus(self.axil)
+        self.bus = AxilBus(self.axil, timeout_us=20)
         self.regs = AsyncRegisters(self.bus, self.regmap)
         self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
         self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)

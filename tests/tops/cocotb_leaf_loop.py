@@ -27,10 +27,10 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from cocotb.triggers import with_timeout
-from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
+from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from opengse.firmware.regs import AsyncRegisters, RegisterError
+from opengse.sim.axil_bus import AxilBus
 from opengse.sim.cocotb_util import random_pause, reset_dut, wait_until
 from opengse.sim.runner import test_params
 
@@ -61,24 +61,6 @@ def ident(data):
     """(source port, flow, seq) of a frame built by :func:`frame`."""
     p = data[42:48]
     return p[0], p[1], int.from_bytes(p[2:6], "big")
-
-
-class AxilBus:
-    """read32/write32 over an AxiLiteMaster; an error response raises."""
-
-    def __init__(self, master):
-        self.master = master
-
-    async def read32(self, addr):
-        resp = await with_timeout(self.master.read(addr, 4), 50, "us")
-        if resp.resp != AxiResp.OKAY:
-            raise RegisterError(f"read {addr:#x}: {resp.resp.name}")
-        return int.from_bytes(resp.data, "little")
-
-    async def write32(self, addr, value):
-        resp = await with_timeout(self.master.write(addr, value.to_bytes(4, "little")), 50, "us")
-        if resp.resp != AxiResp.OKAY:
-            raise RegisterError(f"write {addr:#x}: {resp.resp.name}")
 
 
 class RegConfig:

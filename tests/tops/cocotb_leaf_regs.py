@@ -18,8 +18,8 @@ import random
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, with_timeout
-from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp, AxiStreamBus, AxiStreamFrame, AxiStreamSink
+from cocotb.triggers import ClockCycles
+from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamSink
 from cocotbext.axi import AxiStreamSource
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
@@ -27,6 +27,7 @@ from scapy.packet import Raw
 
 from opengse.firmware.regs import AsyncRegisters, RegisterError
 from opengse.rtl.catalog import get_block
+from opengse.sim.axil_bus import AxilBus
 from opengse.sim.cocotb_util import random_pause, reset_dut
 from opengse.sim.runner import test_params
 
@@ -35,24 +36,6 @@ TAG_BYTES = 18
 DST_MAC = "02:00:00:00:00:05"
 DST_NODE = 5  # a node of another leaf (this leaf's host ports are nodes 0 and 1)
 TENANT = 3
-
-
-class AxilBus:
-    """read32/write32 over an AxiLiteMaster; an error response raises."""
-
-    def __init__(self, master):
-        self.master = master
-
-    async def read32(self, addr):
-        resp = await with_timeout(self.master.read(addr, 4), 50, "us")
-        if resp.resp != AxiResp.OKAY:
-            raise RegisterError(f"read {addr:#x}: {resp.resp.name}")
-        return int.from_bytes(resp.data, "little")
-
-    async def write32(self, addr, value):
-        resp = await with_timeout(self.master.write(addr, value.to_bytes(4, "little")), 50, "us")
-        if resp.resp != AxiResp.OKAY:
-            raise RegisterError(f"write {addr:#x}: {resp.resp.name}")
 
 
 def frame(size, rng):
