@@ -41,6 +41,7 @@ __all__ = [
     "SIM_TIME_LIMIT_MS",
     "tool_env",
     "build_block",
+    "export_block",
     "run_cocotb",
     "test_params",
     "apply_sim_time_limit",
@@ -166,6 +167,47 @@ def simulator_name(simulator=None):
     return name
 
 
+def _cached_export(spec, params, build_dir):
+    """Export ``spec`` with ``params`` into ``build_dir/rtl`` unless the export there
+    is from the same sources (:func:`_source_digest`); the caller holds the lock of
+    ``build_dir``. Returns ``(verilog path, manifest path)``."""
+    from opengse.platforms.export import write_export
+
+    v_path = build_dir / "rtl" / f"{spec.module}.v"
+    j_path = v_path.with_suffix(".json")
+    stamp = build_dir / "export.stamp"
+    digest = _source_digest(spec, params)
+    if not (v_path.exists() and j_path.exists() and stamp.exists() and stamp.read_text() == digest):
+        v_path, j_path = write_export(
+            spec.build(**params),
+            spec.module,
+            params,
+            build_dir / "rtl",
+            description=spec.description,
+            keep_modules=spec.kept_modules(**params),
+        )
+        stamp.write_text(digest)
+    return v_path, j_path
+
+
+def export_block(block, params=None):
+    """The exported Verilog and manifest of ``block`` (a catalog name or a
+    :class:`BlockSpec`) with ``params``: the very files :func:`build_block` builds its
+    simulator from (``build/sim/<block>-<params>/rtl/``), exported once per set of
+    sources. ``tests/platforms/test_export.py`` lints and checks these, so a block a
+    cocotb test also builds is exported once in a regression, not twice (the spine's
+    export is about 35 s of CPU). Returns ``(verilog path, manifest path, params)``;
+    treat the files as read-only."""
+    from opengse.rtl.catalog import BlockSpec, get_block, resolve_params
+
+    spec = block if isinstance(block, BlockSpec) else get_block(block)
+    params = resolve_params(spec, params or {})
+    build_dir = _param_dir(spec.name, params, False)
+    with _locked(build_dir.with_suffix(".lock")):
+        v_path, j_path = _cached_export(spec, params, build_dir)
+    return v_path, j_path, params
+
+
 def build_block(block, params=None, *, waves=False, build_args=(), cxx_opt=None, simulator=None):
     """Export and build ``block`` (a catalog name, or a :class:`BlockSpec` for
     test-only compositions) for ``simulator`` (:func:`simulator_name`); return
@@ -176,7 +218,6 @@ def build_block(block, params=None, *, waves=False, build_args=(), cxx_opt=None,
     exported Verilog is compiled as Verilog-2005 (``iverilog -g2005``), time unit 1 ns."""
     from cocotb_tools.runner import get_runner
     from opengse.rtl.catalog import BlockSpec, get_block, resolve_params
-    from opengse.platforms.export import write_export
 
     tool_env()
     sim = simulator_name(simulator)
@@ -186,19 +227,7 @@ def build_block(block, params=None, *, waves=False, build_args=(), cxx_opt=None,
     if sim != "verilator":
         build_dir = build_dir.with_name(f"{build_dir.name}-{sim}")
     with _locked(build_dir.with_suffix(".lock")), _cxx_opt(cxx_opt), _shared_runtime_objects():
-        v_path = build_dir / "rtl" / f"{spec.module}.v"
-        stamp = build_dir / "export.stamp"
-        digest = _source_digest(spec, params)
-        if not (v_path.exists() and stamp.exists() and stamp.read_text() == digest):
-            v_path, _ = write_export(
-                spec.build(**params),
-                spec.module,
-                params,
-                build_dir / "rtl",
-                description=spec.description,
-                keep_modules=spec.kept_modules(**params),
-            )
-            stamp.write_text(digest)
+        v_path, _ = _cached_export(spec, params, build_dir)
         if sim == "icarus":
             runner = get_runner("icarus")
             runner.build(
