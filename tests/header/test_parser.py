@@ -3,8 +3,8 @@ import pytest
 from opengse.sim.runner import run_cocotb
 
 
-#: The narrowest and the widest beat run by default, both strip modes at 8 bits (where
-#: a stripped header ends mid-beat on every byte) and strip 1 at 256; the middle width
+#: The narrowest and the widest beat run by default: both strip modes at 8 bits and,
+#: at 256, strip 1 (the mode that realigns the payload across beats); the middle width
 #: and strip 0 at 256 bits (each a Verilator build of its own) under ``make test-slow``.
 SLOW = pytest.mark.slow
 CASES = [
