@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from opengse.sim.fabric import figures as ff
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,29 +122,43 @@ def test_record_replaces_and_the_command_reproduces_the_run():
     assert doc["scenarios"]["s"]["commit"] == "y" and set(doc["scenarios"]["s"]["results"]) == {"gse"}
 
 
-def test_command_records_a_saved_json_and_checks_the_doc(tmp_path):
+def _fabric(*argv):
+    """``gse fabric ARGV`` in this process (the parser and ``run`` the CLI uses)."""
+    import argparse
+
+    from opengse.sim.fabric import command
+
+    p = argparse.ArgumentParser()
+    command.add_arguments(p)
+    return command.run(p.parse_args(list(argv)))
+
+
+def test_command_records_a_saved_json_and_checks_the_doc(tmp_path, capsys):
     saved = tmp_path / "run.json"
     saved.write_text(json.dumps(_result()) + "\n" + json.dumps(_result("ecmp")) + "\n")
     figs, doc = tmp_path / "f.json", tmp_path / "d.md"
     doc.write_text(f"head\n{ff.BEGIN}\nold\n{ff.END}\ntail\n")
-    base = GSE + ["fabric", "--figures", str(figs), "--doc", str(doc)]
-
-    def gse(*a):
-        return subprocess.run(base + list(a), capture_output=True, text=True, cwd=tmp_path)
-
-    assert gse("--check-doc").returncode == 1
-    p = gse("--record", "x", "--from-json", str(saved))
-    assert p.returncode == 0, p.stderr
-    assert gse("--write-doc").returncode == 0
+    base = ["--figures", str(figs), "--doc", str(doc)]
+    assert _fabric(*base, "--check-doc") == 1
+    assert _fabric(*base, "--record", "x", "--from-json", str(saved)) == 0
+    assert _fabric(*base, "--write-doc") == 0
     text = doc.read_text()
     assert text.startswith("head\n") and text.endswith("tail\n") and "| x | 2x2x2 |" in text
-    assert gse("--check-doc").returncode == 0
-    bad = gse("--record", "y", "--from-json", str(tmp_path / "missing.json"))
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert _fabric(*base, "--check-doc") == 0
     junk = tmp_path / "junk.json"
     junk.write_text("{not json\n")
-    bad = gse("--record", "y", "--from-json", str(junk))
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    with pytest.raises(ValueError, match="not `gse fabric --json` output"):
+        _fabric(*base, "--record", "y", "--from-json", str(junk))
+    with pytest.raises(ValueError, match="needs --record"):
+        _fabric(*base, "--from-json", str(saved))
+    # through the command line: one line and exit status 2, no traceback
+    bad = subprocess.run(
+        GSE + ["fabric", *base, "--record", "y", "--from-json", str(tmp_path / "missing.json")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "missing.json" in bad.stderr
 
 
 def test_tenant_split_from_per_host_figures():
