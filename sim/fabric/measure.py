@@ -75,7 +75,10 @@ class Counters:
                 span = 1 << self._width.get(name, 32)
                 out, base, prev = [], 0, 0
                 for x in vals:
-                    if x < prev:
+                    # a wrap drops by more than half the span (a sample interval is far
+                    # shorter than 2**31 events); a smaller drop is a counter that went
+                    # down (a checker's lost count when a late frame arrives), not a wrap
+                    if x < prev and prev - x > span // 2:
                         base += span
                     prev = x
                     out.append(base + x)

@@ -169,3 +169,16 @@ def test_tenant_split_from_per_host_figures():
     assert [round(t["share"], 4) for t in out] == [round(0.9 * 2 / 3.4, 4), round(0.8 * 2 / 3.4, 4)]
     assert [t["fair_share"] for t in out] == [0.5, 0.5]
     assert tenant_figures([0.5, 0.5, 0.5, 0.5], [[1], [0], [0], [1]], 2) is None  # mixed receivers
+
+
+def test_counter_unwrap_tells_a_wrap_from_a_counter_going_down():
+    from types import SimpleNamespace
+
+    from opengse.sim.fabric.measure import Counters
+
+    samples = [(c, [v, w]) for c, v, w in ((0, 10, 0), (1, 2**32 - 5, 7), (2, 3, 5), (3, 8, 9))]
+    out = SimpleNamespace(names=["chk0.stat_lost", "chk0.stat_bytes"], samples=samples)
+    amap = {"stats": [{"name": "chk0.stat_lost", "width": 32}, {"name": "chk0.stat_bytes", "width": 32}]}
+    cn = Counters(out, amap)
+    assert cn.col("chk0.stat_lost") == [10, 2**32 - 5, 2**32 + 3, 2**32 + 8]  # one wrap
+    assert cn.col("chk0.stat_bytes") == [0, 7, 5, 9]  # went down by 2: no wrap
