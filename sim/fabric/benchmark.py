@@ -48,7 +48,9 @@ def run_once(model, shape, lb, run, work_dir, progress=None, timeout=None):
     hist = [sum(row) for row in out.readouts.get(0, [])]
     figures = measure(cn, shape, start, run.warmup, MEASURE_ROLES, histogram=hist)
     tables, _ = pattern_tables(run.pattern, shape, run.flows_per_dst)
-    figures["per_tenant"] = tenant_figures(figures["per_host"], tables, run.tenants)
+    figures["per_tenant"] = tenant_figures(
+        figures["per_host"], tables, run.tenants, figures.get("tenant_delivered")
+    )
     figures["senders"] = [n for n, t in enumerate(tables) if t]
     figures["cycles_per_second"] = out.cycles_per_second
     figures["run_seconds"] = out.seconds

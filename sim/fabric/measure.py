@@ -152,6 +152,15 @@ def measure(cn, shape, start, warmup, roles, *, histogram=None, bytes_per_beat=8
             if cn.cycles[k] >= start
         ],
     }
+    # the checkers' bytes per tenant (``stat_tenant_bytes_<t>``), in host-line units
+    tenant_cols = sorted(
+        {int(m.rsplit("_", 1)[1]) for m in cn.match(r"chk\d+\.stat_tenant_bytes_\d+")}
+    )
+    out["tenant_delivered"] = [
+        sum(cn.delta(f"chk{n}.stat_tenant_bytes_{t}", i0, i1) for n in range(N) if cn.has(f"chk{n}.stat_tenant_bytes_{t}"))
+        / (W * clocks)
+        for t in tenant_cols
+    ] or None
     host_dn = [f"host_dn{n}.stat_beats" for n in range(N)]
     out["host_egress_util"] = [cn.delta(b, i0, i1) / clocks if cn.has(b) else None for b in host_dn]
     # -- links: utilisation and the overhead limit
@@ -229,26 +238,31 @@ def measure(cn, shape, start, warmup, roles, *, histogram=None, bytes_per_beat=8
     return out
 
 
-def tenant_figures(per_host, tables, tenants):
+def tenant_figures(per_host, tables, tenants, tenant_delivered=None):
     """Per tenant ``t`` (a host's tenant is ``host % tenants``, as the run configures
     the leaves' ports and the generators): ``throughput``, the bytes delivered from its
     hosts over their line capacity (``per_host`` is each receiver's delivered share of
     its line), ``share`` of all delivered bytes, and ``fair_share``, its hosts' share
-    of the sending hosts. ``tables[n]``: host n's destinations (empty: idle). ``None``
-    when a receiver gets frames from several tenants (its bytes cannot be split by the
-    checker's counters) or nothing was sent."""
-    senders = {}
-    for n, dests in enumerate(tables):
-        for d in set(dests):
-            senders.setdefault(d, set()).add(n % tenants)
-    delivered = [0.0] * tenants
-    for d, share in enumerate(per_host):
-        if not share:
-            continue
-        src = senders.get(d, set())
-        if len(src) != 1:
-            return None
-        delivered[src.pop()] += share
+    of the sending hosts. ``tables[n]``: host n's destinations (empty: idle).
+    ``tenant_delivered[t]``: the checkers' own bytes of tenant t (host-line units),
+    used when given; otherwise each receiver's bytes go to its senders' tenant, and the
+    result is ``None`` when a receiver gets frames from several tenants. ``None`` too
+    when nothing was sent."""
+    if tenant_delivered is not None and len(tenant_delivered) >= tenants:
+        delivered = list(tenant_delivered[:tenants])
+    else:
+        senders = {}
+        for n, dests in enumerate(tables):
+            for d in set(dests):
+                senders.setdefault(d, set()).add(n % tenants)
+        delivered = [0.0] * tenants
+        for d, share in enumerate(per_host):
+            if not share:
+                continue
+            src = senders.get(d, set())
+            if len(src) != 1:
+                return None
+            delivered[src.pop()] += share
     active = [n for n, dests in enumerate(tables) if dests]
     total = sum(delivered)
     if not active or not total:

@@ -169,6 +169,9 @@ def test_tenant_split_from_per_host_figures():
     assert [round(t["share"], 4) for t in out] == [round(0.9 * 2 / 3.4, 4), round(0.8 * 2 / 3.4, 4)]
     assert [t["fair_share"] for t in out] == [0.5, 0.5]
     assert tenant_figures([0.5, 0.5, 0.5, 0.5], [[1], [0], [0], [1]], 2) is None  # mixed receivers
+    # the checkers' own per-tenant bytes split mixed receivers too
+    mixed = tenant_figures([0.5, 0.5, 0.5, 0.5], [[1], [0], [0], [1]], 2, [1.5, 0.5])
+    assert [t["share"] for t in mixed] == [0.75, 0.25]
 
 
 def test_counter_unwrap_tells_a_wrap_from_a_counter_going_down():
