@@ -145,7 +145,9 @@ def _combine(runs, seeds):
         vals = [r[key] for r in runs if r.get(key) is not None]
         res[key] = max(vals) if vals else None
     if all(r.get("peak_voq_by_port") for r in runs):
-        res["peak_voq_by_port"] = {k: max(r["peak_voq_by_port"][k] for r in runs) for k in runs[0]["peak_voq_by_port"]}
+        res["peak_voq_by_port"] = {
+            k: max(r["peak_voq_by_port"][k] for r in runs) for k in runs[0]["peak_voq_by_port"]
+        }
     if all(r.get("host_egress_util") for r in runs):
         res["host_egress_util"] = [
             mean([r["host_egress_util"][n] for r in runs]) for n in range(len(runs[0]["host_egress_util"]))

@@ -171,7 +171,9 @@ def run(args):
         except OSError as exc:
             raise ValueError(f"--from-json: {exc.strerror}: {args.from_json}") from None
         except json.JSONDecodeError as exc:
-            raise ValueError(f"--from-json: {args.from_json} is not `gse fabric --json` output ({exc})") from None
+            raise ValueError(
+                f"--from-json: {args.from_json} is not `gse fabric --json` output ({exc})"
+            ) from None
         _record(args, results, None)
         return 0
     if args.jobs < 1:

@@ -153,11 +153,13 @@ def measure(cn, shape, start, warmup, roles, *, histogram=None, bytes_per_beat=8
         ],
     }
     # the checkers' bytes per tenant (``stat_tenant_bytes_<t>``), in host-line units
-    tenant_cols = sorted(
-        {int(m.rsplit("_", 1)[1]) for m in cn.match(r"chk\d+\.stat_tenant_bytes_\d+")}
-    )
+    tenant_cols = sorted({int(m.rsplit("_", 1)[1]) for m in cn.match(r"chk\d+\.stat_tenant_bytes_\d+")})
     out["tenant_delivered"] = [
-        sum(cn.delta(f"chk{n}.stat_tenant_bytes_{t}", i0, i1) for n in range(N) if cn.has(f"chk{n}.stat_tenant_bytes_{t}"))
+        sum(
+            cn.delta(f"chk{n}.stat_tenant_bytes_{t}", i0, i1)
+            for n in range(N)
+            if cn.has(f"chk{n}.stat_tenant_bytes_{t}")
+        )
         / (W * clocks)
         for t in tenant_cols
     ] or None

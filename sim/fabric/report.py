@@ -124,7 +124,9 @@ def format_table(results):
             rows.append(
                 (
                     "tenants: share of delivered (fair share)",
-                    ", ".join(f"{t['tenant']}: {_pct(t['share'], 2)} ({_pct(t['fair_share'], 2)})" for t in pt),
+                    ", ".join(
+                        f"{t['tenant']}: {_pct(t['share'], 2)} ({_pct(t['fair_share'], 2)})" for t in pt
+                    ),
                 )
             )
         util = r.get("host_egress_util")
