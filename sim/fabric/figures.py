@@ -323,7 +323,25 @@ def scenario_verdicts(doc, entry):
                     f"{'pass' if min(halves) > 0 else 'MISS'} (halves {halves[0]:.4f} / {halves[1]:.4f})",
                 )
             )
-        out.append(("loss counted", f"{res.get('drops')} counted drops, {res.get('lost')} frames missing"))
+        by = res.get("drops_by_counter")
+        if by is None:
+            out.append(("loss limited to frames in flight on the failed link, counted", "not measured"))
+        else:
+            # in flight: what the failed link lost, and the frame it cut (closed bad, dropped
+            # whole by the spine); anything else is loss the failure caused elsewhere
+            link = {k: v for k, v in by.items() if k.endswith(".stat_frames_lost") or ".stat_drop_bad" in k}
+            other = {k: v for k, v in by.items() if k not in link}
+            ok = not other and (res.get("lost") or 0) <= sum(link.values())
+            text = f"{sum(link.values())} on the link"
+            if other:
+                text += "; also " + ", ".join(f"{k} {v}" for k, v in sorted(other.items()))
+            text += f"; checkers miss {res.get('lost')}"
+            out.append(
+                (
+                    "loss limited to frames in flight on the failed link, counted",
+                    f"{'pass' if ok else 'MISS'} ({text})",
+                )
+            )
         return out
     return out
 

@@ -185,3 +185,20 @@ def test_counter_unwrap_tells_a_wrap_from_a_counter_going_down():
     cn = Counters(out, amap)
     assert cn.col("chk0.stat_lost") == [10, 2**32 - 5, 2**32 + 3, 2**32 + 8]  # one wrap
     assert cn.col("chk0.stat_bytes") == [0, 7, 5, 9]  # went down by 2: no wrap
+
+
+def test_failure_verdict_names_loss_beyond_the_failed_link():
+    doc = {"scenarios": {}}
+    by = {"fab_up0_1.stat_frames_lost": 51, "spine1.stat_drop_bad_1": 1}
+    ff.record(
+        doc, "f", {"gse": _result(fail_uplinks=["0:1@50000"], drops=52, lost=2, drops_by_counter=by)}, "x"
+    )
+    v = dict(ff.scenario_verdicts(doc, doc["scenarios"]["f"]))
+    key = "loss limited to frames in flight on the failed link, counted"
+    assert v[key].startswith("pass (52 on the link")
+    by2 = {**by, "leaf1.h0_out_ro_stat_drop_window": 76}
+    ff.record(
+        doc, "g", {"gse": _result(fail_uplinks=["0:1@50000"], drops=128, lost=2, drops_by_counter=by2)}, "x"
+    )
+    v = dict(ff.scenario_verdicts(doc, doc["scenarios"]["g"]))
+    assert v[key].startswith("MISS (52 on the link; also leaf1.h0_out_ro_stat_drop_window 76")
