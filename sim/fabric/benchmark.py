@@ -5,15 +5,24 @@ once per hash seed (``hash_seeds``, default 8): seed k sets the generators' per-
 UDP source ports and the switches' hash start value, so each seed lands the flows
 differently, and the ECMP figures are the mean, min and max over the seeds. The GSE
 run uses seed 1.
+
+Runs of one built model are independent processes: ``jobs`` (default 2) of them run
+at once (the ECMP seeds), each its own run folder. The figures do not depend on
+``jobs``; only the wall time does.
 """
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from .config import RunConfig, run_file
-from .measure import Counters, mean, measure
+from .measure import Counters, mean, measure, tenant_figures
 from .runner import build_model, run_model
 from .top import FabricShape, FabricTop
-from .traffic import ROLES
+from .traffic import ROLES, pattern_tables
+
+#: The counter roles the measurement reads: the traffic module's, plus the leaf's VOQ
+#: level (queued cells of every host port's VOQ; a level, never unwrapped).
+MEASURE_ROLES = {**ROLES, "leaf_voq": ROLES.get("leaf_voq") or r"leaf\d+\.h\d+_in_voq_stat_queued_cells"}
 
 __all__ = ["run_benchmark", "build_fabric", "MODES"]
 
@@ -37,7 +46,12 @@ def run_once(model, shape, lb, run, work_dir, progress=None, timeout=None):
     out = run_model(model, text, work_dir, progress=progress, timeout=timeout)
     cn = Counters(out, model.address_map)
     hist = [sum(row) for row in out.readouts.get(0, [])]
-    figures = measure(cn, shape, start, run.warmup, ROLES, histogram=hist)
+    figures = measure(cn, shape, start, run.warmup, MEASURE_ROLES, histogram=hist)
+    tables, _ = pattern_tables(run.pattern, shape, run.flows_per_dst)
+    figures["per_tenant"] = tenant_figures(
+        figures["per_host"], tables, run.tenants, figures.get("tenant_delivered")
+    )
+    figures["senders"] = [n for n, t in enumerate(tables) if t]
     figures["cycles_per_second"] = out.cycles_per_second
     figures["run_seconds"] = out.seconds
     figures["simulated_cycles"] = out.samples[-1][0]
@@ -52,9 +66,17 @@ def _summary(values):
 
 
 def run_benchmark(
-    shape=FabricShape(), modes=MODES, run=RunConfig(), hash_seeds=8, work_root=None, progress=None, log=None
+    shape=FabricShape(),
+    modes=MODES,
+    run=RunConfig(),
+    hash_seeds=8,
+    work_root=None,
+    progress=None,
+    log=None,
+    jobs=2,
 ):
-    """``{mode: result}``; ``progress(mode, label, cycle, total, cps)`` reports runs."""
+    """``{mode: result}``; ``progress(mode, label, cycle, total, cps)`` reports runs;
+    ``jobs`` runs of a model go at once."""
     from opengse.sim.runner import BUILD_ROOT
 
     run.check(shape)
@@ -64,13 +86,19 @@ def run_benchmark(
         t0 = time.monotonic()
         model = build_fabric(shape, lb, log=log)
         seeds = list(range(1, hash_seeds + 1)) if lb == "ecmp" else [run.hash_seed]
-        runs = []
-        for seed in seeds:
+        t_runs = time.monotonic()
+
+        def one(seed, lb=lb, model=model):
             r = RunConfig(**{**run.__dict__, "hash_seed": seed})
             label = f"seed {seed}" if lb == "ecmp" else ""
-            cb = (lambda c, t, cps, lb=lb, label=label: progress(lb, label, c, t, cps)) if progress else None
-            runs.append(run_once(model, shape, lb, r, work_root / f"{lb}-seed{seed}", cb))
+            cb = (lambda c, t, cps: progress(lb, label, c, t, cps)) if progress else None
+            return run_once(model, shape, lb, r, work_root / f"{lb}-seed{seed}", cb)
+
+        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(seeds)))) as pool:
+            runs = list(pool.map(one, seeds))
         res = _combine(runs, seeds)
+        res["runs_wall_seconds"] = time.monotonic() - t_runs
+        res["jobs"] = max(1, min(jobs, len(seeds)))
         res.update(
             {
                 "mode": lb,
@@ -81,6 +109,9 @@ def run_benchmark(
                 "pattern": run.pattern,
                 "frame_bytes": run.frame_bytes,
                 "tenants": run.tenants,
+                "flows": run.flows_per_dst,
+                "sample": run.sample,
+                "hash_seeds": len(seeds),
                 "cycles": run.cycles,
                 "warmup": run.warmup,
                 "control_loss": run.control_loss,
@@ -113,6 +144,19 @@ def _combine(runs, seeds):
     for key in ("peak_voq", "peak_reorder"):
         vals = [r[key] for r in runs if r.get(key) is not None]
         res[key] = max(vals) if vals else None
+    if all(r.get("peak_voq_by_port") for r in runs):
+        res["peak_voq_by_port"] = {
+            k: max(r["peak_voq_by_port"][k] for r in runs) for k in runs[0]["peak_voq_by_port"]
+        }
+    if all(r.get("host_egress_util") for r in runs):
+        res["host_egress_util"] = [
+            mean([r["host_egress_util"][n] for r in runs]) for n in range(len(runs[0]["host_egress_util"]))
+        ]
+    if all(r.get("per_tenant") for r in runs):
+        res["per_tenant"] = [
+            {**t, **{k: mean([r["per_tenant"][i][k] for r in runs]) for k in ("throughput", "share")}}
+            for i, t in enumerate(runs[0]["per_tenant"])
+        ]
     res["halves"] = [mean([r["halves"][k] for r in runs]) for k in (0, 1)]
     res["stable"] = max(r["stable"] for r in runs)
     res["cycles_per_second"] = mean([r["cycles_per_second"] for r in runs])

@@ -4,6 +4,8 @@
 ``ValueError`` with a one-line reason, which the command line prints and exits 2 on.
 """
 
+import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -71,6 +73,29 @@ def add_arguments(sp):
         help="the plot (default build/fabric/fabric.png)",
     )
     sp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sp.add_argument(
+        "--jobs", type=int, default=2, metavar="N", help="runs of one model at once (ECMP seeds; default 2)"
+    )
+    sp.add_argument(
+        "--record",
+        metavar="NAME",
+        help="store this run's figures as scenario NAME in the figures file (adds or replaces)",
+    )
+    sp.add_argument(
+        "--from-json",
+        metavar="FILE",
+        help="with --record: record a saved `gse fabric --json` output instead of running",
+    )
+    sp.add_argument("--note", default=None, help="with --record: a note kept with the scenario")
+    doc = sp.add_mutually_exclusive_group()
+    doc.add_argument(
+        "--write-doc", action="store_true", help="render the figures file's tables into the doc (no run)"
+    )
+    doc.add_argument(
+        "--check-doc", action="store_true", help="exit 1 if the doc's tables differ from the figures file"
+    )
+    sp.add_argument("--figures", default="docs/fabric-figures.json", metavar="FILE")
+    sp.add_argument("--doc", default="docs/fabric.md", metavar="FILE")
 
 
 def _modes(text):
@@ -102,9 +127,57 @@ class _Progress:
         self.stream.flush()
 
 
+def _doc_tables(args):
+    from . import figures as ff
+
+    doc = ff.load(args.figures)
+    text = Path(args.doc).read_text()
+    new = ff.update_doc(text, doc)
+    if args.check_doc:
+        if new != text:
+            print(f"{args.doc}: the fabric tables differ from {args.figures}; run `gse fabric --write-doc`")
+            return 1
+        print(f"{args.doc}: the fabric tables match {args.figures}")
+        return 0
+    Path(args.doc).write_text(new)
+    print(f"wrote the fabric tables into {args.doc}")
+    return 0
+
+
+def _record(args, results, command):
+    from . import figures as ff
+
+    doc = ff.load(args.figures)
+    ff.record(doc, args.record, results, ff.commit_of(), command=command, note=args.note)
+    ff.save(args.figures, doc)
+    print(f"recorded scenario {args.record} in {args.figures}", file=sys.stderr)
+
+
 def run(args):
     from .config import RunConfig, parse_fail_uplink
     from .top import FabricShape
+
+    if args.write_doc or args.check_doc:
+        if args.record:
+            raise ValueError("--write-doc / --check-doc do not run: record first, then render")
+        return _doc_tables(args)
+    if args.from_json:
+        if not args.record:
+            raise ValueError("--from-json needs --record NAME")
+        from . import figures as ff
+
+        try:
+            results = ff.parse_json_lines(Path(args.from_json).read_text())
+        except OSError as exc:
+            raise ValueError(f"--from-json: {exc.strerror}: {args.from_json}") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"--from-json: {args.from_json} is not `gse fabric --json` output ({exc})"
+            ) from None
+        _record(args, results, None)
+        return 0
+    if args.jobs < 1:
+        raise ValueError("--jobs must be >= 1")
 
     if args.pattern not in PATTERNS:
         raise ValueError(f"unknown --pattern {args.pattern!r}; patterns: {', '.join(PATTERNS)}")
@@ -136,7 +209,9 @@ def run(args):
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    results = run_benchmark(shape, modes, run_cfg, hash_seeds=args.hash_seeds, progress=progress, log=log)
+    results = run_benchmark(
+        shape, modes, run_cfg, hash_seeds=args.hash_seeds, progress=progress, log=log, jobs=args.jobs
+    )
     png = Path(args.png)
     png.parent.mkdir(parents=True, exist_ok=True)
     write_png(results, png)
@@ -145,4 +220,6 @@ def run(args):
     else:
         print(format_table(results))
         print(f"plot: {png}")
+    if args.record:
+        _record(args, results, "gse " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     return 0

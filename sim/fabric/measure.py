@@ -24,8 +24,13 @@ Figures of one run (:func:`measure`):
 * ``pause_fraction``: per host, the fraction of window clocks its generator held a
   frame because of pause; ``control_share``: control beats / busy beats on the fabric
   links; ``downlink_util`` and ``uplink_util``: busy fraction of each fabric link;
-* ``peak_voq_cells`` / ``peak_reorder``: the largest sampled occupancy, where the
-  leaf reports one.
+* ``host_egress_util``: per host, the busy fraction of its leaf-to-host link (an
+  incast's egress port);
+* ``peak_voq`` / ``peak_reorder``: the largest sampled occupancy, where the leaf
+  reports one; ``peak_voq_by_port``: the largest sampled VOQ occupancy (cells) of every
+  leaf host port (``leaf<l>.h<p>``), which shows where queues grew.
+
+:func:`tenant_figures` splits the delivered bytes by the sending host's tenant.
 """
 
 import math
@@ -33,7 +38,7 @@ import re
 
 from .overhead import measured_limit
 
-__all__ = ["Counters", "measure", "percentile_from_histogram"]
+__all__ = ["Counters", "measure", "percentile_from_histogram", "tenant_figures"]
 
 
 class Counters:
@@ -70,7 +75,10 @@ class Counters:
                 span = 1 << self._width.get(name, 32)
                 out, base, prev = [], 0, 0
                 for x in vals:
-                    if x < prev:
+                    # a wrap drops by more than half the span (a sample interval is far
+                    # shorter than 2**31 events); a smaller drop is a counter that went
+                    # down (a checker's lost count when a late frame arrives), not a wrap
+                    if x < prev and prev - x > span // 2:
                         base += span
                     prev = x
                     out.append(base + x)
@@ -144,6 +152,19 @@ def measure(cn, shape, start, warmup, roles, *, histogram=None, bytes_per_beat=8
             if cn.cycles[k] >= start
         ],
     }
+    # the checkers' bytes per tenant (``stat_tenant_bytes_<t>``), in host-line units
+    tenant_cols = sorted({int(m.rsplit("_", 1)[1]) for m in cn.match(r"chk\d+\.stat_tenant_bytes_\d+")})
+    out["tenant_delivered"] = [
+        sum(
+            cn.delta(f"chk{n}.stat_tenant_bytes_{t}", i0, i1)
+            for n in range(N)
+            if cn.has(f"chk{n}.stat_tenant_bytes_{t}")
+        )
+        / (W * clocks)
+        for t in tenant_cols
+    ] or None
+    host_dn = [f"host_dn{n}.stat_beats" for n in range(N)]
+    out["host_egress_util"] = [cn.delta(b, i0, i1) / clocks if cn.has(b) else None for b in host_dn]
     # -- links: utilisation and the overhead limit
     dn = {(u, l): f"fab_dn{u}_{l}.stat_beats" for u in range(S) for l in range(L)}
     up = {(l, u): f"fab_up{l}_{u}.stat_beats" for l in range(L) for u in range(S)}
@@ -208,7 +229,58 @@ def measure(cn, shape, start, warmup, roles, *, histogram=None, bytes_per_beat=8
     for key, rx in (("peak_voq", roles.get("leaf_voq")), ("peak_reorder", roles.get("leaf_reorder"))):
         names = cn.match(rx) if rx else []
         out[key] = max((max(cn.col(n, unwrap=False)) for n in names), default=None)
+        if key == "peak_voq":
+            by_port = {}
+            for n in names:
+                port = re.match(r"(leaf\d+\.h\d+)", n)
+                k = port.group(1) if port else n
+                by_port[k] = max(by_port.get(k, 0), max(cn.col(n, unwrap=False)))
+            out["peak_voq_by_port"] = by_port or None
     out["stable"] = abs(out["halves"][0] - out["halves"][1])
+    return out
+
+
+def tenant_figures(per_host, tables, tenants, tenant_delivered=None):
+    """Per tenant ``t`` (a host's tenant is ``host % tenants``, as the run configures
+    the leaves' ports and the generators): ``throughput``, the bytes delivered from its
+    hosts over their line capacity (``per_host`` is each receiver's delivered share of
+    its line), ``share`` of all delivered bytes, and ``fair_share``, its hosts' share
+    of the sending hosts. ``tables[n]``: host n's destinations (empty: idle).
+    ``tenant_delivered[t]``: the checkers' own bytes of tenant t (host-line units),
+    used when given; otherwise each receiver's bytes go to its senders' tenant, and the
+    result is ``None`` when a receiver gets frames from several tenants. ``None`` too
+    when nothing was sent."""
+    if tenant_delivered is not None and len(tenant_delivered) >= tenants:
+        delivered = list(tenant_delivered[:tenants])
+    else:
+        senders = {}
+        for n, dests in enumerate(tables):
+            for d in set(dests):
+                senders.setdefault(d, set()).add(n % tenants)
+        delivered = [0.0] * tenants
+        for d, share in enumerate(per_host):
+            if not share:
+                continue
+            src = senders.get(d, set())
+            if len(src) != 1:
+                return None
+            delivered[src.pop()] += share
+    active = [n for n, dests in enumerate(tables) if dests]
+    total = sum(delivered)
+    if not active or not total:
+        return None
+    out = []
+    for t in range(tenants):
+        hosts = sum(1 for n in active if n % tenants == t)
+        out.append(
+            {
+                "tenant": t,
+                "hosts": hosts,
+                "throughput": delivered[t] / hosts if hosts else None,
+                "share": delivered[t] / total,
+                "fair_share": hosts / len(active),
+            }
+        )
     return out
 
 

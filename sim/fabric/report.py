@@ -119,6 +119,24 @@ def format_table(results):
             )
         )
         rows.append(("control-frame share of fabric beats", _pct(r.get("control_share"), 2)))
+        pt = r.get("per_tenant")
+        if pt and (r.get("tenants") or 1) > 1:
+            rows.append(
+                (
+                    "tenants: share of delivered (fair share)",
+                    ", ".join(
+                        f"{t['tenant']}: {_pct(t['share'], 2)} ({_pct(t['fair_share'], 2)})" for t in pt
+                    ),
+                )
+            )
+        util = r.get("host_egress_util")
+        if util and r.get("pattern") == "incast":
+            d = max(range(len(util)), key=lambda n: util[n] or 0)
+            rows.append(("incast egress port busy", f"host {d}: {_pct(util[d], 2)}"))
+        voq = r.get("peak_voq_by_port")
+        if voq:
+            grew = [f"{k} {v}" for k, v in sorted(voq.items()) if v]
+            rows.append(("peak VOQ cells per port (where > 0)", ", ".join(grew) or "none"))
         if r.get("control_loss"):
             rows.append(("control frames spoiled", _num(r.get("control_frames_spoiled"))))
         if r.get("fail_uplinks"):

@@ -92,6 +92,9 @@ def test_run_config_checks():
         ["--control-loss", "1.5"],
         ["--hash-seeds", "0"],
         ["--leaves", "1"],
+        ["--jobs", "0"],
+        ["--from-json", "saved.json"],
+        ["--write-doc", "--record", "x"],
     ],
 )
 def test_bad_options_exit_2_with_one_line(args, tmp_path):
