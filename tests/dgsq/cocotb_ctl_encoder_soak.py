@@ -163,7 +163,8 @@ class EncoderTB:
                 if quiet >= STALL:
                     port = "m_axis" if want else "s_ctl"
                     raise WaitTimeout(
-                        f"no beat on {port} for {STALL} clocks ({len(todo)} headers, {len(want)} frames to go)"
+                        f"no beat on {port} for {STALL} clocks "
+                        f"({len(todo)} headers, {len(want)} frames to go)"
                     )
         d.s_ctl_valid.value = 0
         d.m_axis_tready.value = 1
@@ -199,7 +200,9 @@ async def test_ctl_encoder_soak(dut):
             tb.set_macs()
         await tb.clocks(4)
         frames = int(dut.stat_frames.value)
-        assert done == n_ep == frames, f"{what}: {done} frames delivered, {n_ep} headers sent, stat_frames {frames}"
+        assert done == n_ep == frames, (
+            f"{what}: {done} frames delivered, {n_ep} headers sent, stat_frames {frames}"
+        )
         assert not int(dut.m_axis_tvalid.value), f"{what}: m_axis valid at rest"
         assert int(dut.s_ctl_ready.value), f"{what}: s_ctl not ready at rest"
         dut._log.info("ctl encoder soak %s: %d headers, %d frames, stat_frames %d", what, n_ep, done, frames)
@@ -214,5 +217,7 @@ async def test_ctl_encoder_soak(dut):
             await RisingEdge(dut.clk)
             out += int(dut.m_axis_tvalid.value)
         assert not out, f"after reset {epoch}: {out} beats out with no header in"
-        assert int(dut.stat_frames.value) == 0, f"after reset {epoch}: stat_frames {int(dut.stat_frames.value)}"
+        assert int(dut.stat_frames.value) == 0, (
+            f"after reset {epoch}: stat_frames {int(dut.stat_frames.value)}"
+        )
     dut._log.info("ctl encoder soak: %d headers; kinds sent: %s", n, tb.tally.table())

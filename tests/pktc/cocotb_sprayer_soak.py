@@ -103,9 +103,7 @@ class SoakTB:
         p = test_params()
         self.U, self.nodes, self.W = p["uplinks"], p["nodes"], p["data_width"] // 8
         self.gen = HostileFrames(rng, self.W, hostile=0.7)
-        self.ups = [
-            {s: getattr(dut, f"m_axis_{i}_t{s}") for s in ("valid", "ready")} for i in range(self.U)
-        ]
+        self.ups = [{s: getattr(dut, f"m_axis_{i}_t{s}") for s in ("valid", "ready")} for i in range(self.U)]
         self.o_data, self.o_keep = dut.m_axis_0_tdata, dut.m_axis_0_tkeep
         self.o_last, self.o_user = dut.m_axis_0_tlast, dut.m_axis_0_tuser
         self.clock = 0
@@ -189,7 +187,6 @@ class SoakTB:
         delivered_d = delivered_c = 0
         ub = [0] * U  # tkeep bytes out per uplink
         in_bytes = 0
-        out_frame = None  # [kind, id, uplink]
         healthy = (1 << U) - 1
         hist = deque([healthy] * 4, maxlen=4)  # healthy as driven, last 4 clocks
         avoid = 0
@@ -500,7 +497,14 @@ async def test_sprayer_soak(dut):
         dut._log.info(
             "sprayer soak %s: %d frames in %d containers, %d control frames, %d clocks, "
             "%d clocks all links down (stall counter %d), bytes per uplink %s",
-            what, n_ep, n_cont, n_ctrl, led["clocks"], tb.all_down_clocks, stall, got_b,
+            what,
+            n_ep,
+            n_cont,
+            n_ctrl,
+            led["clocks"],
+            tb.all_down_clocks,
+            stall,
+            got_b,
         )
         # a burst cut by a reset at a random clock, then back clean (seqs restart at 0:
         # the next epoch's stamp check)
