@@ -40,3 +40,21 @@ def test_dgsq_loop(testcase, seed):
         build_args=BUILD_ARGS,
         extra_env={"DGSQ_LOOP_CASE_SEED": str(seed)},
     )
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 18's bound 'egress occupancy <= buffer + one maximum packet' does not hold: "
+    "179 units above the 1024-unit buffer (one 9000 B packet is 141) in the lossless test, seed 41 "
+    "(overruns of two containers at once); the arbiter reserves no room for overruns",
+)
+def test_dgsq_loop_tight_occupancy():
+    run_cocotb(
+        DGSQ_LOOP,
+        LOOP,
+        "cocotb_dgsq_loop",
+        testcase="test_loop_lossless",
+        build_args=BUILD_ARGS,
+        extra_env={"DGSQ_LOOP_CASE_SEED": "0", "DGSQ_LOOP_TIGHT_OCC": "1"},
+    )
