@@ -41,6 +41,7 @@ traffic is cut by a reset at a random clock (mid-packet as a rule); after it: no
 output beat while the seq table clears, every counter 0, and the next epoch's seqs
 restart at 0 (the stamp check)."""
 
+import os
 import random
 from collections import deque
 
@@ -53,7 +54,10 @@ from opengse.sim.runner import test_params
 from opengse.sim.soak import HostileFrames, ReasonTally, soak_inputs
 
 EPOCHS = 4
-STALL = 20_000  # clocks without a beat moving while work is queued: a hang
+# SPRAYER_SOAK_STUCK=1: every uplink's tready held low, a deliberately stuck consumer
+# that must fail the soak within STALL clocks (test_sprayer_soak.py)
+STUCK = bool(int(os.environ.get("SPRAYER_SOAK_STUCK", "0")))
+STALL = 2_000 if STUCK else 20_000  # clocks without a beat moving while work is queued: a hang
 # frame byte offsets of the stamped GSE header fields (brief: header at bytes 14..31)
 FLAGS, DST, TTL, SEQ, LEN, DGSQ = 15, 20, 23, 24, 26, 28
 FIRST, LAST, CE = 1, 2, 4
@@ -230,7 +234,7 @@ class SoakTB:
             else:
                 stall_up = None
             for i in range(U):
-                rd = int(r.random() < 0.8 and i != stall_up)
+                rd = int(r.random() < 0.8 and i != stall_up and not STUCK)
                 if rd != ready[i]:
                     ready[i] = rd
                     self.ups[i]["ready"].value = rd
@@ -399,7 +403,7 @@ class SoakTB:
             else:
                 quiet += 1
                 if quiet >= STALL:
-                    port = "s_axis" if d_cur is not None else "s_ctrl" if c_cur is not None else "m_axis_*"
+                    port = "m_axis_*" if inflight else "s_axis" if d_cur is not None else "s_ctrl"
                     raise WaitTimeout(
                         f"no beat on {port} for {STALL} clocks ({n_data_total - d_done} frames, "
                         f"{len(ctrl_q) + (c_cur is not None)} control frames, {len(inflight)} beats to go)"
