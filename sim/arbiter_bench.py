@@ -43,6 +43,8 @@ class ArbiterBench:
         self.occ = 0  # egress buffer, credit units (physical)
         self.occ_clip = 0  # same, each container counted up to its grant
         self.max_occ_clip = 0
+        # spec-level (issue 18): the physical occupancy above the buffer, every arrival
+        self.max_occ_excess = 0
         self.max_outstanding = 0
         self.drain_acc = 0.0
         self.lost = {"req": 0, "grant": 0}
@@ -246,6 +248,7 @@ class ArbiterBench:
                 arr_cur = None
                 key = (a["src_node"], a["dgsq"])
                 self.occ += a["credits"]
+                self.max_occ_excess = max(self.max_occ_excess, self.occ - self.BUF)
                 c = cont.get(key, 0)
                 add = max(0, min(a["credits"], self.G - c))
                 self.occ_clip += add

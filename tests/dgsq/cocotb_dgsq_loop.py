@@ -24,6 +24,13 @@ have data in the buffer, the fabric or the VOQ; REQUEST/GRANT fields as the fram
 must carry them; in the lossless test consecutive GRANT seqs per queue and the
 manager's ``stat_grant_gap`` 0; frame counts equal on both sides of every link; at
 the end both sides empty (contexts freed, arbiter slots free, outstanding 0).
+
+Spec-level checks (issue 18; from the configuration and the wires only): no container
+without a GRANT, every GRANT ends in a container or a counted lease write-off (GRANTs <=
+max_inflight x containers + write-offs), every GRANT received when lossless; the loss
+test forces its first REQUEST and first GRANT lost. DGSQ_LOOP_TIGHT=1 adds issue 18's
+tighter bounds (occupancy <= buffer + one max packet; granted <= asked + one container
+per queue), which do not hold today (docs/dgsq-loop.md).
 """
 
 import os
@@ -46,6 +53,12 @@ DEBUG = bool(int(os.environ.get("DGSQ_LOOP_DEBUG", "0")))
 # The pytest case's seed (DGSQ_LOOP_CASE_SEED), else DGSQ_LOOP_SEED, else each test's own.
 SEED = int(os.environ.get("DGSQ_LOOP_CASE_SEED") or os.environ.get("DGSQ_LOOP_SEED") or 0)
 LOSS_1E2 = 655  # link drop probability x 65536 (1.0e-2)
+# Issue 18's spec bounds "egress occupancy <= buffer + one maximum packet" and "per
+# queue, credit granted <= credit asked + one container", checked every clock only with
+# DGSQ_LOOP_TIGHT=1 (a strict xfail under -m slow): neither holds. Lossless test, seed
+# 41: 179 units above the buffer (> 141: two overruns at once); 11328 B granted beyond
+# what was asked (first at clock 175: two GRANTs, 8192 B, for 1920 B asked).
+TIGHT = bool(int(os.environ.get("DGSQ_LOOP_TIGHT", "0")))
 
 
 class LoopBench:
@@ -82,6 +95,14 @@ class LoopBench:
         self.max_report_wait = 0  # clocks an arrival report waited for s_arr
         self.recent = set()  # queues whose data arrived since the buffer was last empty
         self.max_outstanding = 0
+        # spec-level ledgers (independent of the RTL: from the configuration and the wires)
+        self.asked = {}  # qid -> the key's s_pkt credit bytes before this incarnation
+        self.offered_key = {}  # key -> credit bytes accepted on s_pkt (the source's demand)
+        self.handed_key = {}  # key -> credit bytes handed over on m_pkt
+        self.max_excess = 0  # max egress occupancy above the buffer, credit units
+        self.max_over_grant = 0  # max (granted - asked) of any queue incarnation, bytes
+        self.n_rel = 0  # containers (release requests) the source sent
+        self.spec_fail = {}  # check -> first failure (clock, text), checked every clock
 
     async def start(self):
         d = self.dut
@@ -100,6 +121,25 @@ class LoopBench:
 
     def stat(self, name):
         return int(getattr(self.dut, name).value)
+
+    async def force_losses(self, loss):
+        """Drop (nearly) every frame on each link until it has dropped one, then set its
+        loss to ``loss``: every loss test loses at least one REQUEST and one GRANT, so its
+        loss checks are never vacuous."""
+        d = self.dut
+        links = {
+            "req": (d.req_loss, "link_stat_req_dropped"),
+            "grant": (d.grant_loss, "link_stat_grant_dropped"),
+        }
+        for port, _ in links.values():
+            port.value = 0xFFFF
+        while links:
+            await RisingEdge(d.clk)
+            for name in list(links):
+                port, counter = links[name]
+                if self.stat(counter):
+                    port.value = loss
+                    del links[name]
 
     def keys(self, n):
         """``n`` distinct queue keys to this egress port: different tc/tenant."""
@@ -199,8 +239,21 @@ class LoopBench:
                     f"egress occupancy {self.occ} > buffer {self.BUF} + overruns {slack}"
                 )
             self.max_occ = max(self.max_occ, self.occ)
+            if self.occ - self.BUF > self.max_excess:
+                self.max_excess = self.occ - self.BUF
+                if TIGHT and self.occ > self.BUF + units(MAX_PKT):
+                    self.spec_fail.setdefault(
+                        "occupancy",
+                        (
+                            self.now,
+                            f"egress occupancy {self.occ} > buffer {self.BUF} "
+                            f"+ one max packet {units(MAX_PKT)}",
+                        ),
+                    )
             if f_pkt:
                 self.accepted.append(pkt_cur)
+                k = pkt_cur[0]
+                self.offered_key[k] = self.offered_key.get(k, 0) + units(pkt_cur[2]) * 64
                 pkt_cur = None
             if f_rd:
                 self.rel_out.discard(rd_cur[1])
@@ -306,6 +359,9 @@ class LoopBench:
         if fresh:
             assert not busy, f"context {qid} reallocated with data or a release out"
             self.granted[qid] = self.released[qid] = 0
+            # the incarnation's demand: what the source took for the key since the last
+            # one ran dry (everything not yet handed over then)
+            self.asked[qid] = self.handed_key.get(key, 0)
             self.last_seq.pop(qid, None)
         for q, k in self.qkey.items():
             if k == key and q != qid:
@@ -314,6 +370,7 @@ class LoopBench:
                 )
         self.qkey[qid] = key
         self.voq.setdefault(qid, deque()).append((key, serial, b))
+        self.handed_key[key] = self.handed_key.get(key, 0) + units(b) * 64
 
     def on_grant(self, g):
         self.n_grant += 1
@@ -324,6 +381,15 @@ class LoopBench:
         if q not in self.qkey:
             return
         self.granted[q] = self.granted.get(q, 0) + g["len"] * 64
+        asked = self.offered_key.get(self.qkey[q], 0) - self.asked.get(q, 0)
+        over = self.granted[q] - asked
+        if over > self.max_over_grant:
+            self.max_over_grant = over
+            if TIGHT and over > self.p["grant_credits"] * 64:
+                self.spec_fail.setdefault(
+                    "over_grant",
+                    (self.now, f"queue {q}: granted {self.granted[q]} B > asked {asked} B + one container"),
+                )
         if self.check_seq and q in self.last_seq:
             assert g["seq"] == (self.last_seq[q] + 1) & 0xFFFF, (
                 f"queue {q}: GRANT seq {g['seq']} after {self.last_seq[q]}"
@@ -346,6 +412,7 @@ class LoopBench:
             f"queue {qid}: released {self.released[qid]} B on {self.granted.get(qid, 0)} B of credit"
         )
         self.rel_out.add(qid)
+        self.n_rel += 1
         self.rel_done.append((self.now + self.rng.randrange(2, 7), qid, tot, len(sent)))
         # Random latency, but a queue's data is not reordered (the PKTC reorder buffer's job).
         lat = max(self.now + self.rng.randrange(16, 48), self.fabric_tail.get(qid, 0) + 1)
@@ -397,16 +464,49 @@ class LoopBench:
         ) + (("arb_stat_arr_unknown",) if lossless else ()):
             assert s(n) == 0, f"{n} = {s(n)}"
 
+    def check_spec(self, *, lossless):
+        """The spec-level invariants checked every clock (first failure of each, with the
+        worst figure), then the GRANT outcomes; returns the leases written off."""
+        fails = [f"clock {c}: {t}" for c, t in self.spec_fail.values()]
+        assert not fails, (
+            "; ".join(fails) + f" (max occupancy above buffer {self.max_excess} units, "
+            f"max granted - asked {self.max_over_grant} B)"
+        )
+        return self.check_grant_outcomes(lossless=lossless)
+
+    def check_grant_outcomes(self, *, lossless):
+        """Spec-level, at the end (both sides at rest): no container went out without a
+        GRANT the source took, and every GRANT the arbiter sent ended in a container or
+        in a lease the arbiter wrote off and counted (``arb_stat_lease_expired``). A
+        container may use the credit of every GRANT in flight to its queue when it
+        starts (``max_inflight`` at most, from the configuration): GRANTs sent <=
+        ``max_inflight`` x containers + write-offs. Returns the write-offs."""
+        grants = self.stat("arb_stat_grants")
+        expired = self.stat("arb_stat_lease_expired")
+        per = self.p["max_inflight"]
+        assert self.n_rel <= self.n_grant, f"{self.n_rel} containers on {self.n_grant} GRANTs received"
+        assert grants <= per * self.n_rel + expired, (
+            f"{grants} GRANTs sent, {self.n_rel} containers (x {per} GRANTs at most) + {expired} "
+            f"leases written off: {grants - per * self.n_rel - expired} GRANTs ended in neither"
+        )
+        if lossless:
+            assert self.n_grant == grants, f"lossless: {self.n_grant} GRANTs received of {grants} sent"
+        return expired
+
     def log_stats(self, what):
         names = [n for n in dir(self.dut) if "_stat_" in n]
         self.dut._log.info(
-            "%s after %d cycles: %s; max outstanding %d, max egress occupancy %d, max report wait %d",
+            "%s after %d cycles: %s; max outstanding %d, max egress occupancy %d, max report wait %d; "
+            "SPEC: containers %d, max occupancy above buffer %d units, max granted-asked %d B",
             what,
             self.now,
             ", ".join(f"{n}={self.stat(n)}" for n in sorted(names)),
             self.max_outstanding,
             self.max_occ,
             self.max_report_wait,
+            self.n_rel,
+            self.max_excess,
+            self.max_over_grant,
         )
 
     async def drain_and_settle(self, bound):
@@ -447,6 +547,8 @@ async def test_loop_lossless(dut):
         "phases drained in %d and %d cycles; %d REQUESTs, %d GRANTs", took1, took2, tb.n_req, tb.n_grant
     )
     tb.check_counters_consistent()
+    written_off = tb.check_spec(lossless=True)
+    dut._log.info("lease write-offs %d per %d GRANTs (lossless)", written_off, tb.stat("arb_stat_grants"))
     assert tb.stat("link_stat_req_dropped") == tb.stat("link_stat_grant_dropped") == 0
     assert tb.stat("mgr_stat_grant_gap") == 0
     assert tb.stat("mgr_stat_grant_unknown") == 0
@@ -460,8 +562,7 @@ async def test_loop_control_loss(dut):
     queue stalls (everything drains within the bound), the loss shows in the counters."""
     tb = LoopBench(dut, seed=SEED or 42, check_seq=False)
     await tb.start()
-    dut.req_loss.value = LOSS_1E2
-    dut.grant_loss.value = LOSS_1E2
+    cocotb.start_soon(tb.force_losses(LOSS_1E2))
     keys = tb.keys(12)
     tb.offer(keys, 500)
     took = await tb.drain_and_settle(300000)
@@ -473,10 +574,11 @@ async def test_loop_control_loss(dut):
     unknown = tb.stat("arb_stat_arr_unknown")
     assert unknown <= 16, f"{unknown} arrival reports for slots the arbiter had freed"
     tb.check_counters_consistent(lossless=False)
+    tb.check_spec(lossless=False)
     lost_req, lost_grant = tb.stat("link_stat_req_dropped"), tb.stat("link_stat_grant_dropped")
-    # ~700 frames at 1e-2: about 7 drops expected (seed 42: 3 REQUESTs, 1 GRANT).
-    assert lost_req + lost_grant > 0, "no control frame dropped"
-    if lost_grant:
-        # A lost GRANT shows as a seq gap at the manager or a lease write-off at the arbiter.
-        assert tb.stat("mgr_stat_grant_gap") + tb.stat("arb_stat_lease_expired") > 0
+    # ~700 frames at 1e-2 and the first frame of each link forced lost (force_losses):
+    # at least one of each, so the checks below always run.
+    assert lost_req >= 1 and lost_grant >= 1, f"{lost_req} REQUESTs and {lost_grant} GRANTs lost"
+    # A lost GRANT shows as a seq gap at the manager or a lease write-off at the arbiter.
+    assert tb.stat("mgr_stat_grant_gap") + tb.stat("arb_stat_lease_expired") > 0
     assert tb.stat("mgr_stat_refresh") > 0

@@ -40,3 +40,21 @@ def test_dgsq_loop(testcase, seed):
         build_args=BUILD_ARGS,
         extra_env={"DGSQ_LOOP_CASE_SEED": str(seed)},
     )
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 18's bounds do not hold (lossless test, seed 41): egress occupancy 179 units "
+    "above the 1024-unit buffer (one 9000 B packet is 141; two overruns at once), and per queue "
+    "11328 B granted beyond the credit asked (one container is 4096 B; two GRANTs for 1920 B)",
+)
+def test_dgsq_loop_tight_bounds():
+    run_cocotb(
+        DGSQ_LOOP,
+        LOOP,
+        "cocotb_dgsq_loop",
+        testcase="test_loop_lossless",
+        build_args=BUILD_ARGS,
+        extra_env={"DGSQ_LOOP_CASE_SEED": "0", "DGSQ_LOOP_TIGHT": "1"},
+    )
