@@ -61,11 +61,11 @@ def _counter(m, cond, name):
 
 
 class SkidInOrder(Elaboratable):
-    def __init__(self, data_width=64, cover=False):
+    def __init__(self, data_width=64, cover=False, max_held=2):
         from opengse.rtl.lib.skid_buffer import _axis_skid_buffer
 
         self.dut = _axis_skid_buffer(data_width=data_width)
-        self.cover = cover
+        self.cover, self.max_held = cover, max_held
 
     def elaborate(self, platform):
         m = Module()
@@ -80,9 +80,9 @@ class SkidInOrder(Elaboratable):
         held = Signal(SEQ, name="held")
         m.d.comb += held.eq(n_in - n_out)
         m.d.comb += [
-            Assert(held <= 2, "more than two beats held"),
+            Assert(held <= self.max_held, "more beats held than the skid buffer has room for"),
             Assert(o.valid == (held != 0), "m_axis_tvalid does not match the beats held"),
-            Assert(s.ready == (held != 2), "s_axis_tready does not match the room left"),
+            Assert(s.ready == (held < self.max_held), "s_axis_tready does not match the room left"),
         ]
         with m.If(o.valid):
             m.d.comb += Assert(o.payload.data[:SEQ] == n_out, "a beat lost, repeated or out of order")
