@@ -152,7 +152,8 @@ class GSESpine(wiring.Component):
         else:
             self.regmap = spine_register_map(self)
             self.bank = AXI4LiteRegisterBank(self.regmap)
-            members.update({n: mb for n, mb in self.bank.signature.members.items() if n.startswith("s_axil_")})
+            bus = self.bank.signature.members
+            members.update({n: mb for n, mb in bus.items() if n.startswith("s_axil_")})
         super().__init__(members)
         if not self.config_ports:
             # the same names as the ports, inside: the bank drives and reads them

@@ -54,16 +54,32 @@ def spine_register_map(spine):
         [
             Register("ports", 8, Access.RO, reset=n, const=True, doc="fabric ports N"),
             Register("nodes", 16, Access.RO, reset=nodes, const=True, doc="forwarding table entries"),
-            Register("route_node", nw, Access.RW, doc="table entry that `route_write` sets and `route_rd_port` shows"),
-            Register("route_port", pw, Access.RW, doc=f"output port of the entry to write; {n} (N) removes the route"),
+            Register(
+                "route_node",
+                nw,
+                Access.RW,
+                doc="table entry that `route_write` sets and `route_rd_port` shows",
+            ),
+            Register(
+                "route_port",
+                pw,
+                Access.RW,
+                doc=f"output port of the entry to write; {n} (N) removes the route",
+            ),
             Register(
                 "route_write",
                 1,
                 Access.RW,
                 strobe=True,
-                doc="any write sets entry `route_node` to `route_port`; frames looked up from the next clock on use it",
+                doc="any write sets entry `route_node` to `route_port`; "
+                "frames looked up from the next clock on use it",
             ),
-            Register("route_rd_port", pw, Access.RO, doc=f"entry `route_node`: its port ({n}: no route, the reset value)"),
+            Register(
+                "route_rd_port",
+                pw,
+                Access.RO,
+                doc=f"entry `route_node`: its port ({n}: no route, the reset value)",
+            ),
         ],
         doc="GSE spine: shape and forwarding table (rtl/tops/spine.py)",
     )
@@ -77,4 +93,6 @@ def spine_register_map(spine):
         [Register(c, 32, Access.RO, count=n, doc=COUNTER_DOCS[c]) for c in OUTPUT_COUNTERS],
         doc="per output port o: counters",
     )
-    return RegisterMap([system_block(), table, ins, outs], name="spine", doc=f"GSE spine, {n} ports, {nodes} nodes")
+    return RegisterMap(
+        [system_block(), table, ins, outs], name="spine", doc=f"GSE spine, {n} ports, {nodes} nodes"
+    )

@@ -116,7 +116,11 @@ def _spine(shape, lb):
     from opengse.rtl.tops.spine import GSESpine
 
     return GSESpine(
-        ports=shape.leaves, data_width=shape.data_width, nodes=shape.nodes, delay=shape.delay, config_ports=True
+        ports=shape.leaves,
+        data_width=shape.data_width,
+        nodes=shape.nodes,
+        delay=shape.delay,
+        config_ports=True,
     )
 
 

@@ -127,7 +127,9 @@ class MuxWholePackets(Elaboratable):
                 m.d.comb += Assume(s.payload.data[SEQ : SEQ + 4] == i)
                 m.d.comb += Assume(s.payload.data[SEQ + 4] == s.payload.last)
             with m.If(o.valid & (src == i)):
-                m.d.comb += Assert(o.payload.data[:SEQ] == n_out, f"input {i}: a beat lost, repeated or reordered")
+                m.d.comb += Assert(
+                    o.payload.data[:SEQ] == n_out, f"input {i}: a beat lost, repeated or reordered"
+                )
             # stat_packets counts a packet as its last beat enters the output register
             pending = o.valid & (src == i) & o.payload.last
             m.d.comb += Assert(dut.stat_packets[i] == pkts + pending, f"stat_packets[{i}] wrong")
@@ -262,7 +264,8 @@ SKID = register(
         depth=10,
         build=_build(lambda cover: SkidInOrder(cover=cover)),
         options=_SOLVER,
-        bounded_why="k-induction does not close (tried k = 4): the skid register is not visible at the ports, "
+        bounded_why="k-induction does not close (tried k = 4): the skid register is not visible at the "
+        "ports, "
         "and a stalled output keeps an unreachable skid value for any k; depth 10 passes every "
         "occupancy transition (0-1-2-1-0) several times",
     )
@@ -282,7 +285,8 @@ MUX_RR = register(
         depth=10,
         build=_build(lambda cover: MuxWholePackets(inputs=2, policy=1, cover=cover)),
         options=_SOLVER,
-        bounded_why="k-induction does not close (tried k = 4): the in-packet state of the mux is not visible at "
+        bounded_why="k-induction does not close (tried k = 4): "
+        "the in-packet state of the mux is not visible at "
         "the ports, and idle inputs keep an unreachable pairing with the wrapper state for any k; "
         "depth 10 holds several packets of each input",
     )
@@ -317,7 +321,8 @@ DEMUX = register(
         depth=10,
         build=_build(lambda cover: DemuxInOrder(outputs=3, cover=cover)),
         options=_SOLVER,
-        bounded_why="k-induction does not close (tried k = 4): the first-beat state of the demux is not visible "
+        bounded_why="k-induction does not close (tried k = 4): "
+        "the first-beat state of the demux is not visible "
         "at the ports; depth 10 holds several packets to each output",
     )
 )
