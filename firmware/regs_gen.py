@@ -1,18 +1,35 @@
 """Generators of the register map's documents: ``docs/registers.md`` and the C header
 ``firmware/gse_regs.h``, from one :class:`~opengse.rtl.regs.description.RegisterMap`.
 
-``gse regs`` writes both for the reference map (:func:`write_outputs`); the RTL bank
+``gse regs`` writes both for the reference map (:func:`write_outputs`), and for the
+catalog spine's map (``docs/registers-spine.md``, ``firmware/gse_spine_regs.h``, and
+``firmware/gse_spine_regs.json`` for ``gsectl --map``); the RTL bank
 and the Python driver read the same description at build and run time.
 """
 
+import json
 from pathlib import Path
 
 from opengse.rtl.regs.description import Access
 
-__all__ = ["markdown", "c_header", "write_outputs", "DOCS_PATH", "HEADER_PATH"]
+__all__ = [
+    "markdown",
+    "c_header",
+    "write_outputs",
+    "DOCS_PATH",
+    "HEADER_PATH",
+    "SPINE_DOCS_PATH",
+    "SPINE_HEADER_PATH",
+    "SPINE_MAP_PATH",
+]
 
 DOCS_PATH = Path("docs") / "registers.md"
 HEADER_PATH = Path("firmware") / "gse_regs.h"
+#: The catalog spine's map (``gse export spine``'s defaults): docs, C header, and the
+#: JSON map for the driver (``gsectl --map``).
+SPINE_DOCS_PATH = Path("docs") / "registers-spine.md"
+SPINE_HEADER_PATH = Path("firmware") / "gse_spine_regs.h"
+SPINE_MAP_PATH = Path("firmware") / "gse_spine_regs.json"
 
 _ACCESS_CODE = {Access.RO: 0, Access.RW: 1, Access.W1C: 2}
 
@@ -144,7 +161,17 @@ def reference_outputs():
 
     regmap = reference_map()
     params = {kind: get_block(kind).params for kind in BLOCK_REGISTERS}
-    return {DOCS_PATH: markdown(regmap, params), HEADER_PATH: c_header(regmap)}
+    spec = get_block("spine")
+    spine = spec.build(**spec.params)
+    spine._MustUse__silence = spine.bank._MustUse__silence = True  # built for its map only
+    smap = spine.regmap
+    return {
+        DOCS_PATH: markdown(regmap, params),
+        HEADER_PATH: c_header(regmap),
+        SPINE_DOCS_PATH: markdown(smap, {"spine": spec.params}),
+        SPINE_HEADER_PATH: c_header(smap),
+        SPINE_MAP_PATH: json.dumps(smap.as_dict(), indent=2, sort_keys=True) + "\n",
+    }
 
 
 def write_outputs(root):

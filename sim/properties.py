@@ -15,6 +15,7 @@ from .formal import (
     reorder,
     spine,
     sprayer,
+    stream_blocks,
     tagging,
     voq,
 )
@@ -35,4 +36,5 @@ PROPERTY_MODULES = (
     reorder,
     spine,
     regs,
+    stream_blocks,
 )

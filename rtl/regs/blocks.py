@@ -389,6 +389,12 @@ def connect_block(m, bank, kind, block, component):
         spec.connect_extra(m, bank, block, component)
 
 
+#: Build options of blocks whose catalog build has its own bank: the reference map
+#: describes their ports (the spine's table and counters, ``config_ports``); the
+#: spine's own map is :func:`~opengse.rtl.tops.spine_registers.spine_register_map`.
+PORTS_BUILD = {"spine": {"config_ports": True}}
+
+
 def reference_map():
     """One instance of every catalog block with its default parameters, behind the
     ``sys`` block: the map ``gse regs`` documents. A top with other parameters or several
@@ -398,7 +404,7 @@ def reference_map():
     blocks = [system_block()]
     for kind in BLOCK_REGISTERS:
         spec = get_block(kind)
-        component = spec.build(**spec.params)
+        component = spec.factory(**spec.params, **PORTS_BUILD.get(kind, {}))
         component._MustUse__silence = True  # built for its signature only
         blocks.append(block_registers(kind, component))
     return RegisterMap(blocks, name="gse", doc="reference map: one instance of every block, catalog defaults")

@@ -13,7 +13,11 @@ from ..lib.pause_fifo import MAX_FRAME_BYTES, PauseFIFO, pause_thresholds
 from ..lib.pause_gate import PauseGate
 from ..lib.skid_buffer import SkidBuffer
 from ..lib.stream import AXIStreamSignature, axis_beat_layout, check_data_width
+from ..regs.bank import AXI4LiteRegisterBank
+from ..regs.from_signature import connect_registers
+from ..regs.system import SystemCounters
 from .packet_buffer import PacketBuffer
+from .spine_registers import spine_register_map
 
 __all__ = ["GSESpine", "route_layout", "EXPORTS"]
 
@@ -69,6 +73,13 @@ class GSESpine(wiring.Component):
       (:class:`~opengse.rtl.lib.pause_gate.PauseGate`). Frames then back up into the
       output's queues, its muxes, the inputs that feed it, their stores, and so into
       ``pause_<i>`` upstream (head-of-line blocking, as with PFC).
+    * ``s_axil_*`` (AXI4-Lite, 32-bit): the forwarding table and every counter, the
+      map of :func:`~.spine_registers.spine_register_map` (docs/spine.md, Registers):
+      ``spine.route_node`` / ``route_port``, a write of ``spine.route_write`` sets the
+      entry; ``in.<counter>[i]``, ``out.<counter>[o]``.
+    * With ``config_ports`` = True instead of the bank (a simulation harness that
+      writes the table and samples counters without bus transactions, as
+      sim/fabric/top.py does), the same as ports:
     * ``s_route`` (valid/ready, always ready): write ``{node, port}`` into the table;
       it applies to every frame whose header is looked up from the next clock on.
       After reset every node has no route (``port`` = N). ``route_rd_node`` /
@@ -98,7 +109,14 @@ class GSESpine(wiring.Component):
     """
 
     def __init__(
-        self, ports=4, data_width=64, nodes=16, buffer_bytes=18432, ethertype=GSE_ETHERTYPE, delay=100
+        self,
+        ports=4,
+        data_width=64,
+        nodes=16,
+        buffer_bytes=18432,
+        ethertype=GSE_ETHERTYPE,
+        delay=100,
+        config_ports=False,
     ):
         if not isinstance(ports, int) or not 2 <= ports <= 8:
             raise ValueError(f"ports must be 2..8, not {ports!r}")
@@ -120,17 +138,34 @@ class GSESpine(wiring.Component):
             "m_axis": Out(sig).array(ports),
             "pause": Out(1).array(ports),
             "pause_in": In(1).array(ports),
+        }
+        config = {
             "s_route": In(stream.Signature(route_layout(ports, nodes))),
             "route_rd_node": In(range(nodes)),
             "route_rd_port": Out(range(ports + 1)),
         }
         for name in INPUT_COUNTERS + OUTPUT_COUNTERS:
-            members[f"stat_{name}"] = Out(32).array(ports)
+            config[f"stat_{name}"] = Out(32).array(ports)
+        self.config_ports = bool(config_ports)
+        if self.config_ports:
+            members.update(config)
+        else:
+            self.regmap = spine_register_map(self)
+            self.bank = AXI4LiteRegisterBank(self.regmap)
+            bus = self.bank.signature.members
+            members.update({n: mb for n, mb in bus.items() if n.startswith("s_axil_")})
         super().__init__(members)
+        if not self.config_ports:
+            # the same names as the ports, inside: the bank drives and reads them
+            inside = wiring.Signature(config).create(path=("cfg",))
+            for name in config:
+                setattr(self, name, getattr(inside, name))
 
     def elaborate(self, platform):
         m = Module()
         n, w = self.ports, self.data_width
+        if not self.config_ports:
+            self._registers(m)
 
         # -- forwarding table (registers; port n = no route)
         table = Array(Signal(range(n + 1), name=f"route_{k}", init=n) for k in range(self.nodes))
@@ -217,6 +252,28 @@ class GSESpine(wiring.Component):
                 self.stat_drop_oversize[o].eq(ctl_buf.stat_drop_oversize + data_buf.stat_drop_oversize),
             ]
         return m
+
+    def _registers(self, m):
+        """The AXI4-Lite bank: ``s_route`` from ``spine.route_*``, the read-back and
+        every ``stat_*`` into the ``in`` and ``out`` blocks."""
+        m.submodules.bank = bank = self.bank
+        m.submodules.sys = sysc = SystemCounters(self.regmap.fingerprint())
+        for name, member in bank.signature.members.items():
+            if name.startswith("s_axil_"):
+                ours, theirs = getattr(self, name), getattr(bank, name)
+                m.d.comb += theirs.eq(ours) if member.flow == In else ours.eq(theirs)
+        connect_registers(m, bank, self.regmap["sys"], sysc, skip=("scratch",))
+        m.d.comb += [
+            self.s_route.valid.eq(bank.spine_route_write_written),
+            self.s_route.payload.node.eq(bank.spine_route_node),
+            self.s_route.payload.port.eq(bank.spine_route_port),
+            self.route_rd_node.eq(bank.spine_route_node),
+            bank.spine_route_rd_port.eq(self.route_rd_port),
+        ]
+        for block, names in (("in", INPUT_COUNTERS), ("out", OUTPUT_COUNTERS)):
+            for name in names:
+                for ours, theirs in zip(getattr(bank, f"{block}_{name}"), getattr(self, f"stat_{name}")):
+                    m.d.comb += ours.eq(theirs)
 
     def _ttl_decrement(self, m, src, dst):
         """``dst`` = ``src`` with frame byte 23 (``ttl``) one lower; no register."""

@@ -115,7 +115,13 @@ def _leaf(shape, lb):
 def _spine(shape, lb):
     from opengse.rtl.tops.spine import GSESpine
 
-    return GSESpine(ports=shape.leaves, data_width=shape.data_width, nodes=shape.nodes, delay=shape.delay)
+    return GSESpine(
+        ports=shape.leaves,
+        data_width=shape.data_width,
+        nodes=shape.nodes,
+        delay=shape.delay,
+        config_ports=True,
+    )
 
 
 def _gen(shape, lb):

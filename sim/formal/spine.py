@@ -1,7 +1,8 @@
 """Spine: every frame leaves with ``ttl`` one lower, and control goes ahead of data at
 an output.
 
-Configuration (:data:`PARAMS`): 2 ports, 64-bit, 2 nodes, 64-byte data queues. Inputs,
+Configuration (:data:`PARAMS`): 2 ports, 64-bit, 2 nodes, 64-byte data queues, the
+table and counters as ports (``config_ports``, not the AXI4-Lite bank). Inputs,
 routes and back-pressure are free; ``rst`` low after reset.
 
 * ``spine_ttl_decrement``: the wrapper makes each input frame carry its own expectation
@@ -21,7 +22,7 @@ from .streams import FrameTracker, byte_of
 
 __all__ = ["SpineTTL", "SpineControlFirst", "PARAMS"]
 
-PARAMS = dict(ports=2, data_width=64, nodes=2, buffer_bytes=64)
+PARAMS = dict(ports=2, data_width=64, nodes=2, buffer_bytes=64, config_ports=True)  # routes as ports: free
 TTL, MARK = 23, 24  # frame bytes
 
 

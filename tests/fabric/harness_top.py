@@ -18,7 +18,7 @@ PORTS = 2
 
 class HarnessTop(wiring.Component):
     def __init__(self):
-        self.spine_rtl = GSESpine(ports=PORTS, data_width=64, nodes=4, buffer_bytes=1024)
+        self.spine_rtl = GSESpine(ports=PORTS, data_width=64, nodes=4, buffer_bytes=1024, config_ports=True)
         self.spine = BlackBox(self.spine_rtl, "gse_spine")
         self.harness = Harness([("sp", self.spine, {"s_axis", "m_axis"})])
         super().__init__(self.harness.members())

@@ -41,3 +41,19 @@ def test_link_monitor_bounds_are_tight(kw, name):
 def test_tagger_length_check_can_fail():
     """The same wrapper expecting 17 bytes more finds the first tagged frame."""
     _refuted(TaggerLength(grow=17), 10, "tagger_grow_17")
+
+
+def test_skid_occupancy_bound_is_tight():
+    """The skid buffer does hold two beats: a wrapper allowing one finds the stall."""
+    from opengse.sim.formal.stream_blocks import SkidInOrder
+
+    _refuted(SkidInOrder(max_held=1), 6, "skid_max_held_1")
+
+
+def test_container_framing_meta_can_withdraw():
+    """The output rule on ``m_meta`` too: a descriptor on offer is withdrawn when the
+    head release's report says it was empty (docs/formal.md, Things the properties
+    found)."""
+    from opengse.sim.formal.stream_blocks import OutputRules, _container_framing
+
+    _refuted(OutputRules(_container_framing), 6, "container_framing_meta")

@@ -297,11 +297,11 @@ def test_connect_block_joins_every_catalog_block():
     from amaranth import Module
 
     from opengse.rtl.catalog import get_block
-    from opengse.rtl.regs.blocks import BLOCK_REGISTERS, block_registers, connect_block
+    from opengse.rtl.regs.blocks import BLOCK_REGISTERS, PORTS_BUILD, block_registers, connect_block
 
     for kind in BLOCK_REGISTERS:
         spec = get_block(kind)
-        component = spec.build(**spec.params)
+        component = spec.factory(**spec.params, **PORTS_BUILD.get(kind, {}))
         regmap = RegisterMap([system_block(), block_registers(kind, component)])
         bank = AXI4LiteRegisterBank(regmap)
         m = Module()
