@@ -42,6 +42,7 @@ ROCE_PORT = 4791
 CHECK_KEY = 0xA55A
 SEED_ZERO = 0x6D2B79F5
 RATE_ONE = 1 << 16  # `rate` of full line rate
+BUCKET = 2 * RATE_ONE  # the token bucket's depth (credit of two clocks at full rate)
 
 
 def dst_write_layout(max_flows):
@@ -84,7 +85,7 @@ class TrafficGenerator(wiring.Component):
         ``frame_min``, ``frame_max`` (14): frame size in bytes without FCS, uniform in
         ``frame_min..frame_max``; both clamped to 60..9000, ``max < min`` = ``min``.
         ``rate`` (17): offered rate in 1/65536 of line rate (65536 = every clock); a
-        token bucket of one clock's credit: a frame starts only when the credit is not
+        token bucket of two clocks' credit: a frame starts only when the credit is not
         negative, each beat costs 65536, each clock earns ``rate`` (registered: a change
         counts from the second clock after it; static during a run, like the rest).
         ``flows`` (9): flows in use, table entries ``0..flows-1`` (more than
@@ -297,11 +298,14 @@ class TrafficGenerator(wiring.Component):
         m.d.comb += start.eq(ready_to_go & ~self.pause)
         with m.If(ready_to_go & self.pause):
             m.d.sync += self.stat_paused.eq(self.stat_paused + 1)
-        # tokens' = min(tokens + rate - (fire ? RATE_ONE : 0), RATE_ONE), still every clock,
+        # tokens' = min(tokens + rate - (fire ? RATE_ONE : 0), BUCKET), still every clock,
         # but no carry chain feeds another: rate is registered with its derived constants
         # (static during a run), the two sums and the two clamp compares
-        # (earned > RATE_ONE  <=>  tokens > RATE_ONE - rate + spent) each read the tokens
-        # register directly, and ``fire`` only selects among their results.
+        # (earned > BUCKET  <=>  tokens > BUCKET - rate + spent) each read the tokens
+        # register directly, and ``fire`` only selects among their results. BUCKET is two
+        # clocks' credit: a frame starts on a credit of up to one ``rate`` and its start
+        # clock (no beat yet) earns another, so a bucket of one clock would throw credit
+        # away between frames (0.9 % of rate 0.7 with 60..200-byte frames, measured).
         # reset-less: they follow ``rate`` through reset, so the first clock after it
         # already earns ``rate``, as the unregistered form did.
         rate_r = Signal(18, reset_less=True)
@@ -310,8 +314,8 @@ class TrafficGenerator(wiring.Component):
         m.d.sync += [
             rate_r.eq(self.rate),
             cost.eq(self.rate - RATE_ONE),
-            over[0].eq(RATE_ONE - self.rate),
-            over[1].eq(2 * RATE_ONE - self.rate),
+            over[0].eq(BUCKET - self.rate),
+            over[1].eq(BUCKET + RATE_ONE - self.rate),
         ]
         idle_sum, beat_sum = Signal(signed(36)), Signal(signed(36))
         idle_clamp, beat_clamp = Signal(), Signal()
@@ -322,7 +326,7 @@ class TrafficGenerator(wiring.Component):
             beat_clamp.eq(tokens > over[1]),
         ]
         with m.If(Mux(fire, beat_clamp, idle_clamp)):
-            m.d.sync += tokens.eq(RATE_ONE)
+            m.d.sync += tokens.eq(BUCKET)
         with m.Else():
             m.d.sync += tokens.eq(Mux(fire, beat_sum, idle_sum))
 

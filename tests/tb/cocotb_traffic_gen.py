@@ -27,6 +27,7 @@ from opengse.sim.traffic_model import (
 
 
 RATE_ONE = 1 << 16  # the generator's ``rate`` of full line rate (one beat every clock)
+BUCKET = 2 * RATE_ONE  # its token bucket's depth
 
 
 class GenBench:
@@ -69,14 +70,14 @@ class GenBench:
     async def _monitor(self):
         """Counts beats, clocks and gaps, and checks the token bucket against its model:
         the credit after clock edge ``k`` is ``T[k+1] = min(T[k] + rate - RATE_ONE *
-        fire[k], RATE_ONE)`` (``RATE_ONE`` when the monitor starts: the generator was
-        idle for longer than it takes to fill); a frame whose first beat appears after
+        fire[k], BUCKET)`` (``BUCKET`` when the monitor starts: the generator was idle
+        for longer than it takes to fill); a frame whose first beat appears after
         edge ``k + 1`` was started in clock ``k``, which needs ``T[k] >= 0``. With
         ``strict`` (no pause; frames long enough that the next one is always prepared),
         also the converse: once a frame has started, a clock that can start one (no frame
         on the bus, or its last beat taken) with ``T[k] >= 0`` starts one."""
         d = self.dut
-        before, tokens, in_frame = RATE_ONE, RATE_ONE, False  # T[k-1], T[k]
+        before, tokens, in_frame = BUCKET, BUCKET, False  # T[k-1], T[k]
         owed = False  # a start is due to show now
         while True:
             await RisingEdge(d.clk)
@@ -99,7 +100,7 @@ class GenBench:
                 self.beats += 1
             elif self.beats:
                 self.gaps += 1
-            before, tokens = tokens, min(tokens + self.rate - RATE_ONE * fire, RATE_ONE)
+            before, tokens = tokens, min(tokens + self.rate - RATE_ONE * fire, BUCKET)
 
     async def expect(self, cfg, count):
         want = generator_frames(cfg, count)
