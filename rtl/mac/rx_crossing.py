@@ -8,6 +8,10 @@ synchronisers), whether or not its frame is complete.
 Write side (``rx``, no back-pressure: the line does not wait): ``i_valid``, ``i`` (word
 beat, ``user`` = :class:`~.frame_beats.RxStatus`).
 
+"Full" below is ``room`` low: the FIFO's registered ``w_level`` above ``depth - 2``
+(so every word written is taken; the comment in :meth:`elaborate` says why not
+``w_rdy``).
+
 * A frame whose first word finds the FIFO full (or still owing the end of an overrun
   frame, below) is dropped whole: none of it is written; ``dropped`` pulses (in
   ``sync``) when its last word has gone by.
