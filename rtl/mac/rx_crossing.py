@@ -8,6 +8,10 @@ synchronisers), whether or not its frame is complete.
 Write side (``rx``, no back-pressure: the line does not wait): ``i_valid``, ``i`` (word
 beat, ``user`` = :class:`~.frame_beats.RxStatus`).
 
+"Full" below is ``room`` low: the FIFO's registered ``w_level`` above ``depth - 2``
+(so every word written is taken; the comment in :meth:`elaborate` says why not
+``w_rdy``).
+
 * A frame whose first word finds the FIFO full (or still owing the end of an overrun
   frame, below) is dropped whole: none of it is written; ``dropped`` pulses (in
   ``sync``) when its last word has gone by.
@@ -70,27 +74,34 @@ class RxFrameCrossing(wiring.Component):
         terminator = Signal(layout)
         m.d.comb += [terminator.last.eq(1), terminator.user.eq(RxStatus.OVERRUN)]
 
-        # The FIFO ignores w_en while it is full (w_rdy low), so w_en and w_data are
-        # what this side wants to write, independent of w_rdy: only the state below
-        # looks at w_rdy (its status logic is the longest path of the rx domain).
+        # ``room``: the FIFO can take a word in this clock, from its registered level
+        # only. ``w_level`` is one clock old (produce - consume of the previous clock)
+        # and the FIFO's own full flag sees a consume pointer at least as new, so with
+        # one write a clock, ``w_level <= depth - 2`` guarantees ``w_rdy``. The state
+        # below and ``w_en`` look at ``room``, never at ``w_rdy``: the write pointer's
+        # Gray compare (the rx domain's longest path when it fed this state) stays inside
+        # the FIFO, and every word this side writes is taken. It costs one FIFO entry.
+        room = Signal()
+        m.d.comb += room.eq(fifo.w_level <= fifo.depth - 2)
         first = ~in_frame
+        want = owe_end | (self.i_valid & ((first & ~owe_end) | writing))
         m.d.comb += [
             fifo.w_data.eq(Mux(owe_end, terminator.as_value(), self.i.as_value())),
-            fifo.w_en.eq(owe_end | (self.i_valid & ((first & ~owe_end) | writing))),
+            fifo.w_en.eq(want & room),
             dropped.i.eq(0),
         ]
-        with m.If(owe_end & fifo.w_rdy):
+        with m.If(owe_end & room):
             wd += owe_end.eq(0)
         with m.If(self.i_valid):
             wd += in_frame.eq(~self.i.last)
             with m.If(first):
-                with m.If(fifo.w_rdy & ~owe_end):
+                with m.If(room & ~owe_end):
                     wd += [writing.eq(~self.i.last), discard.eq(0)]
                 with m.Else():
                     wd += [writing.eq(0), discard.eq(~self.i.last)]
                     m.d.comb += dropped.i.eq(self.i.last)
             with m.Elif(writing):
-                with m.If(~fifo.w_rdy):
+                with m.If(~room):
                     wd += [writing.eq(0), owe_end.eq(1)]
                 with m.If(self.i.last):
                     wd += writing.eq(0)

@@ -42,6 +42,7 @@ ROCE_PORT = 4791
 CHECK_KEY = 0xA55A
 SEED_ZERO = 0x6D2B79F5
 RATE_ONE = 1 << 16  # `rate` of full line rate
+BUCKET = 2 * RATE_ONE  # the token bucket's depth (credit of two clocks at full rate)
 
 
 def dst_write_layout(max_flows):
@@ -84,8 +85,9 @@ class TrafficGenerator(wiring.Component):
         ``frame_min``, ``frame_max`` (14): frame size in bytes without FCS, uniform in
         ``frame_min..frame_max``; both clamped to 60..9000, ``max < min`` = ``min``.
         ``rate`` (17): offered rate in 1/65536 of line rate (65536 = every clock); a
-        token bucket of one clock's credit: a frame starts only when the credit is not
-        negative, each beat costs 65536, each clock earns ``rate``.
+        token bucket of two clocks' credit: a frame starts only when the credit is not
+        negative, each beat costs 65536, each clock earns ``rate`` (registered: a change
+        counts from the second clock after it; static during a run, like the rest).
         ``flows`` (9): flows in use, table entries ``0..flows-1`` (more than
         ``max_flows``: ``max_flows``; 0: nothing is sent).
         ``random`` (1): 0 = flows in turn, one frame each; 1 = each frame's flow drawn
@@ -296,9 +298,37 @@ class TrafficGenerator(wiring.Component):
         m.d.comb += start.eq(ready_to_go & ~self.pause)
         with m.If(ready_to_go & self.pause):
             m.d.sync += self.stat_paused.eq(self.stat_paused + 1)
-        spent = Mux(fire, RATE_ONE, 0)
-        earned = tokens + self.rate - spent
-        m.d.sync += tokens.eq(Mux(earned > RATE_ONE, RATE_ONE, earned))
+        # tokens' = min(tokens + rate - (fire ? RATE_ONE : 0), BUCKET), still every clock,
+        # but no carry chain feeds another: rate is registered with its derived constants
+        # (static during a run), the two sums and the two clamp compares
+        # (earned > BUCKET  <=>  tokens > BUCKET - rate + spent) each read the tokens
+        # register directly, and ``fire`` only selects among their results. BUCKET is two
+        # clocks' credit: a frame starts on a credit of up to one ``rate`` and its start
+        # clock (no beat yet) earns another, so a bucket of one clock would throw credit
+        # away between frames (0.9 % of rate 0.7 with 60..200-byte frames, measured).
+        # reset-less: they follow ``rate`` through reset, so the first clock after it
+        # already earns ``rate``, as the unregistered form did.
+        rate_r = Signal(18, reset_less=True)
+        cost = Signal(signed(19), reset_less=True)  # rate - RATE_ONE
+        over = [Signal(signed(19), name=f"tokens_over{n}", reset_less=True) for n in range(2)]
+        m.d.sync += [
+            rate_r.eq(self.rate),
+            cost.eq(self.rate - RATE_ONE),
+            over[0].eq(BUCKET - self.rate),
+            over[1].eq(BUCKET + RATE_ONE - self.rate),
+        ]
+        idle_sum, beat_sum = Signal(signed(36)), Signal(signed(36))
+        idle_clamp, beat_clamp = Signal(), Signal()
+        m.d.comb += [
+            idle_sum.eq(tokens + rate_r),
+            beat_sum.eq(tokens + cost),
+            idle_clamp.eq(tokens > over[0]),
+            beat_clamp.eq(tokens > over[1]),
+        ]
+        with m.If(Mux(fire, beat_clamp, idle_clamp)):
+            m.d.sync += tokens.eq(BUCKET)
+        with m.Else():
+            m.d.sync += tokens.eq(Mux(fire, beat_sum, idle_sum))
 
         with m.If(start):
             m.d.sync += [cur[n].eq(nxt[n]) for n in cur]

@@ -26,6 +26,10 @@ from opengse.sim.traffic_model import (
 )
 
 
+RATE_ONE = 1 << 16  # the generator's ``rate`` of full line rate (one beat every clock)
+BUCKET = 2 * RATE_ONE  # its token bucket's depth
+
+
 class GenBench:
     def __init__(self, dut, seed):
         self.dut, self.rng = dut, random.Random(seed)
@@ -37,6 +41,7 @@ class GenBench:
         self.clocks = 0
         self.gaps = 0  # clocks without a beat between the first and the last beat seen
         self.pause_prob = 0.0
+        self.rate, self.starts, self.strict = RATE_ONE, 0, False
 
     async def start(self, cfg, rate=1 << 16):
         d = self.dut
@@ -46,7 +51,7 @@ class GenBench:
         d.host.value = cfg.host
         d.frame_min.value = cfg.frame_min
         d.frame_max.value = cfg.frame_max if cfg.frame_max is not None else cfg.frame_min
-        d.rate.value = rate
+        d.rate.value = self.rate = rate
         d.flows.value = cfg.n_flows
         d.random.value = int(cfg.random)
         d.tenant.value = cfg.tenant
@@ -63,16 +68,39 @@ class GenBench:
         d.enable.value = 1
 
     async def _monitor(self):
+        """Counts beats, clocks and gaps, and checks the token bucket against its model:
+        the credit after clock edge ``k`` is ``T[k+1] = min(T[k] + rate - RATE_ONE *
+        fire[k], BUCKET)`` (``BUCKET`` when the monitor starts: the generator was idle
+        for longer than it takes to fill); a frame whose first beat appears after
+        edge ``k + 1`` was started in clock ``k``, which needs ``T[k] >= 0``. With
+        ``strict`` (no pause; frames long enough that the next one is always prepared),
+        also the converse: once a frame has started, a clock that can start one (no frame
+        on the bus, or its last beat taken) with ``T[k] >= 0`` starts one."""
         d = self.dut
+        before, tokens, in_frame = BUCKET, BUCKET, False  # T[k-1], T[k]
+        owed = False  # a start is due to show now
         while True:
             await RisingEdge(d.clk)
             d.pause.value = int(self.rng.random() < self.pause_prob)
             await ReadOnly()
             self.clocks += 1
-            if int(d.m_axis_tvalid.value) and int(d.m_axis_tready.value):
+            valid, ready = int(d.m_axis_tvalid.value), int(d.m_axis_tready.value)
+            fire = valid and ready
+            starts = self.starts
+            if valid and not in_frame:
+                assert before >= 0, f"a frame started on credit {before} < 0 (rate {self.rate})"
+                in_frame = True
+                self.starts += 1
+            assert not owed or self.starts > starts, f"no frame started on credit {before} >= 0"
+            last_taken = fire and int(d.m_axis_tlast.value)
+            if last_taken:
+                in_frame = False
+            owed = self.strict and self.starts > 0 and (not valid or last_taken) and tokens >= 0
+            if fire:
                 self.beats += 1
             elif self.beats:
                 self.gaps += 1
+            before, tokens = tokens, min(tokens + self.rate - RATE_ONE * fire, BUCKET)
 
     async def expect(self, cfg, count):
         want = generator_frames(cfg, count)
@@ -173,6 +201,32 @@ async def test_offered_rate(dut):
     frame_beats = -(-1500 // tb.lanes)
     assert abs(beats - clocks * rate / 65536) <= frame_beats, f"{beats} beats in {clocks} clocks at rate 0.3"
     assert tb.gaps > 0
+
+
+@cocotb.test()
+async def test_token_bucket(dut):
+    """rate = 0.7 with random 60..200-byte frames: every start as the token-bucket model
+    says, on the clock (``strict``), and the count exact to a frame; then random
+    back-pressure: never a start on negative credit, never more than the rate."""
+    tb = GenBench(dut, 5)
+    cfg = GenConfig(host=3, table=[1, 2], frame_min=60, frame_max=200, random=True, seed=77)
+    rate = round(0.7 * RATE_ONE)
+    tb.strict = True
+    await tb.start(cfg, rate=rate)
+    await wait_until(dut.clk, lambda: tb.beats > 0, "the first beat", 2000)
+    frame_beats = -(-200 // tb.lanes)
+    for phase in ("no back-pressure", "back-pressure"):
+        b0, c0, s0 = tb.beats, tb.clocks, tb.starts
+        for _ in range(20_000):
+            await RisingEdge(dut.clk)
+        beats, clocks = tb.beats - b0, tb.clocks - c0
+        due, why = clocks * rate / RATE_ONE, f"{phase}: {beats} beats in {clocks} clocks"
+        assert tb.starts - s0 > 20, f"{phase}: only {tb.starts - s0} frames"
+        assert beats <= due + frame_beats, why
+        if phase == "no back-pressure":
+            assert beats >= due - frame_beats, why
+            tb.strict = False
+            tb.sink.set_pause_generator(random_pause(tb.rng, 0.5))
 
 
 @cocotb.test()
