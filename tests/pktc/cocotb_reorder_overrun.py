@@ -95,7 +95,9 @@ async def test_overrun_skips_missing_head(dut):
     await s.idle(300)
     assert s.delivered() == 0, "head skipped short of skip_distance"
     s.send_cont(D)
-    n = await _clocks_until(tb, lambda: s.delivered() >= D, PROVEN_SKIP_CLOCKS, f"containers 1..{D} after the proof")
+    n = await _clocks_until(
+        tb, lambda: s.delivered() >= D, PROVEN_SKIP_CLOCKS, f"containers 1..{D} after the proof"
+    )
     assert n < tb.p["timeout"] // 4, n
     s.send_cont(0)  # too late
     await s.finish()

@@ -26,5 +26,10 @@ def test_reorder_random_with_overrun_skip():
     _run(
         REORDER_SKIP,
         "cocotb_reorder",
-        ["test_in_order_no_pause", "test_random_mix_backpressure", "test_timeout_skip_partial", "test_source_jumps_ahead"],
+        [
+            "test_in_order_no_pause",
+            "test_random_mix_backpressure",
+            "test_timeout_skip_partial",
+            "test_source_jumps_ahead",
+        ],
     )

@@ -17,7 +17,8 @@
 * maintenance (head scheduler -> all): the head of ``src`` is skipped (``jump`` = 0:
   the next ``seq`` advances by one, ``slot`` is freed, ``keep``: the timer stays
   expired) or the window jumps to ``seq`` (``jump`` = 1); ``lost`` containers are
-  counted, ``overrun``: the skip was proven by a ``proof``, not by the timeout. Takes effect at the end of the clock it is valid.
+  counted, ``overrun``: the skip was proven by a ``proof``, not by the timeout.
+  Takes effect at the end of the clock it is valid.
 """
 
 from amaranth.lib import data, stream
@@ -58,7 +59,15 @@ def release_layout(geo):
 
 def maintenance_layout(geo):
     return data.StructLayout(
-        {"src": geo.src_bits, "slot": geo.slot_index_bits, "jump": 1, "keep": 1, "overrun": 1, "seq": 16, "lost": 16}
+        {
+            "src": geo.src_bits,
+            "slot": geo.slot_index_bits,
+            "jump": 1,
+            "keep": 1,
+            "overrun": 1,
+            "seq": 16,
+            "lost": 16,
+        }
     )
 
 
