@@ -6,7 +6,7 @@
 #ifndef GSE_REGS_H
 #define GSE_REGS_H
 
-#define GSE_MAP_ID 0xcf1c9c76u
+#define GSE_MAP_ID 0x544829b8u
 #define GSE_MAP_SIZE 0x00000a40u
 #define GSE_ACCESS_RO 0
 #define GSE_ACCESS_RW 1
@@ -807,6 +807,15 @@
 #define GSE_REORDER_DROP_OTHER_ACCESS GSE_ACCESS_RO
 #define GSE_REORDER_DROP_OTHER_MASK 0xffffffffu
 #define GSE_REORDER_DROP_OTHER_RESET 0x00000000u
+/* reorder.lost_overrun: of stat_lost, heads skipped at once: proven lost by skip_distance */
+#define GSE_REORDER_LOST_OVERRUN_ADDR 0x000003a4u
+#define GSE_REORDER_LOST_OVERRUN_WIDTH 32u
+#define GSE_REORDER_LOST_OVERRUN_WORDS 1u
+#define GSE_REORDER_LOST_OVERRUN_COUNT 1u
+#define GSE_REORDER_LOST_OVERRUN_STRIDE 4u
+#define GSE_REORDER_LOST_OVERRUN_ACCESS GSE_ACCESS_RO
+#define GSE_REORDER_LOST_OVERRUN_MASK 0xffffffffu
+#define GSE_REORDER_LOST_OVERRUN_RESET 0x00000000u
 
 /* control_demux: decoded control headers to the arbiter and the manager (rtl/dgsq/control_demux.py) */
 #define GSE_CONTROL_DEMUX_BASE 0x000003c0u

@@ -11,6 +11,9 @@ header is packed here with ``struct`` from the brief's byte table.
 * :class:`ReorderChecker`: per-source delivery properties of a reorder buffer's
   output (whole containers, strictly increasing ``seq``, no duplicates, contents
   intact, exactly the expected set).
+* :class:`ReorderWindowModel`: the reorder buffer's container-level decisions for one
+  source in arrival order (window, duplicates, orphans, the timeout skip and the
+  ``skip_distance`` overrun skip): what is delivered, skipped and counted.
 * :class:`FabricModel`: the emulated fabric between the sprayer and the reorder
   buffer: per-link base delay, per-container jitter, FIFO per link, random loss of
   whole containers, and a link that fails at a given time (everything on it in
@@ -36,6 +39,7 @@ __all__ = [
     "check_containers_whole",
     "spray_balance",
     "ReorderChecker",
+    "ReorderWindowModel",
     "FabricModel",
 ]
 
@@ -245,6 +249,81 @@ class ReorderChecker:
                     errs.append(f"source {src}: container {q} contents differ")
                     break
         return errs
+
+
+class ReorderWindowModel:
+    """One source's window of a reorder buffer, container by container (no timing).
+
+    Frames are given in the order the buffer decides them (:meth:`frame`); the
+    rules (docs/pktc.md, "ReorderBuffer"): d = ``seq`` - next due (mod 2**16); d >=
+    2**15 is a duplicate, W <= d < 2**15 out of window; a FIRST frame claims a free
+    slot, a later frame of an open container is appended, a FIRST for a claimed slot
+    or any frame of a closed container is a duplicate, a non-FIRST for a free slot an
+    orphan. Complete heads are delivered in order. With ``skip_distance`` D > 0, a
+    FIRST frame in the window with d >= D skips the head at once when the head is
+    missing or partial (not closed): counted in ``lost`` and ``lost_overrun``; one
+    skip per such frame, never a chain. :meth:`timeout` is the timer's expiry: the
+    head is skipped, and the next ones while their slots are empty (nothing of them
+    stored) and a later container is stored. ``delivered`` lists the seqs released,
+    ``stats`` the counters of this source.
+    """
+
+    def __init__(self, window, skip_distance=0, start=0):
+        self.W, self.D = window, skip_distance
+        self.exp = start
+        self.slots = {}  # seq -> "open" | "closed"
+        self.delivered = []
+        self.stats = defaultdict(int)
+
+    def _dist(self, seq):
+        return (seq - self.exp) & 0xFFFF
+
+    def _drain(self):
+        while self.slots.get(self.exp) == "closed":
+            del self.slots[self.exp]
+            self.delivered.append(self.exp)
+            self.exp = (self.exp + 1) & 0xFFFF
+
+    def _skip(self, reason):
+        self.slots.pop(self.exp, None)
+        self.stats["lost"] += 1
+        if reason == "overrun":
+            self.stats["lost_overrun"] += 1
+        self.exp = (self.exp + 1) & 0xFFFF
+        self._drain()
+
+    def frame(self, seq, first, last):
+        self.stats["frames_in"] += 1
+        d = self._dist(seq)
+        if d >= 0x8000:
+            self.stats["drop_dup"] += 1
+            return "dup"
+        if d >= self.W:
+            self.stats["drop_window"] += 1
+            return "window"
+        state = self.slots.get(seq)
+        if state is None and not first:
+            self.stats["drop_orphan"] += 1
+            fate = "orphan"
+        elif state == "closed" or (state == "open" and first):
+            self.stats["drop_dup"] += 1
+            fate = "dup"
+        else:
+            self.slots[seq] = "closed" if last else "open"
+            fate = "stored"
+        if self.D and first and d >= self.D and self.slots.get(self.exp) != "closed":
+            self._skip("overrun")
+        self._drain()
+        return fate
+
+    def timeout(self):
+        """The timer expired: skip the head, then every next head whose slot is empty
+        while something later is stored."""
+        if not self.slots or self.slots.get(self.exp) == "closed":
+            return
+        self._skip("timeout")
+        while self.slots and self.exp not in self.slots:
+            self._skip("timeout")
 
 
 class FabricModel:

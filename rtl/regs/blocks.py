@@ -201,6 +201,7 @@ BLOCK_REGISTERS = {
             "stat_drop_bad": "containers discarded whole: a frame flagged bad, or larger than a slot",
             "stat_drop_runt": "frames shorter than the 32-byte tagged header",
             "stat_drop_other": "frames not v1 DATA, or from a source out of range",
+            "stat_lost_overrun": "of stat_lost, heads skipped at once: proven lost by skip_distance",
         },
     ),
     "control_demux": BlockRegisters(

@@ -24,14 +24,20 @@ Interface
   larger than a slot), ``drop_runt`` (frames of fewer than 32 valid bytes, the
   tagged header, counted by ``tkeep``: also one whose last beats are empty),
   ``drop_other`` (not the GSE EtherType ``ethertype``, not a v1 DATA frame, or
-  ``src_node`` >= ``sources``).
+  ``src_node`` >= ``sources``), ``lost_overrun`` (of ``lost``, the heads skipped at
+  once on the ``skip_distance`` evidence, not after the timeout).
 
 Parameters
 ----------
 ``data_width`` (64), ``sources`` N (source nodes 0..N-1), ``window`` W (power of
 two), ``slot_bytes`` (power of two: the storage of one container), ``timeout``
 (clocks a missing head container is waited for once a later container of the same
-source, or part of the head, is stored), ``ethertype`` (the GSE EtherType, 0x88B5).
+source, or part of the head, is stored), ``ethertype`` (the GSE EtherType, 0x88B5),
+``skip_distance`` D (0: off; 1..W-1: a FIRST frame stored D or more ahead of a head
+that is missing or partial skips that head at once, counted in ``lost`` and
+``lost_overrun``; sound only when no source has more than D containers in flight to
+this buffer that have not been delivered, as the leaf's grant arbiter ensures with
+D = ``max_inflight``; docs/pktc.md).
 
 Structure (one part per file)
 -----------------------------
@@ -55,7 +61,9 @@ Timing
   about 6 clocks after that register. Read latency: 2 clocks (block RAM, bank register) into an
   8-entry output FIFO.
 * A missing container is skipped ``timeout`` + 2 .. ``timeout`` + N + 4 clocks after
-  the first later container (or part of it) of the same source was stored.
+  the first later container (or part of it) of the same source was stored; with
+  ``skip_distance`` D, 5 .. N + 6 clocks after the header byte 31 of a FIRST frame D or
+  more ahead (and once no frame of the source is being decided).
 """
 
 from amaranth.hdl import Module, Mux
@@ -79,9 +87,17 @@ __all__ = ["ReorderBuffer", "EXPORTS", "STATS", "SlotRAM", "ReorderGeometry"]
 
 class ReorderBuffer(wiring.Component):
     def __init__(
-        self, data_width=64, sources=4, window=8, slot_bytes=8192, timeout=4096, ethertype=GSE_ETHERTYPE
+        self,
+        data_width=64,
+        sources=4,
+        window=8,
+        slot_bytes=8192,
+        timeout=4096,
+        ethertype=GSE_ETHERTYPE,
+        skip_distance=0,
     ):
-        self.geo = ReorderGeometry(data_width, sources, window, slot_bytes, timeout, ethertype)
+        self.geo = ReorderGeometry(data_width, sources, window, slot_bytes, timeout, ethertype, skip_distance)
+        self.skip_distance = skip_distance
         self.data_width, self.sources, self.window = data_width, sources, window
         self.timeout, self.ethertype = timeout, ethertype
         super().__init__(
@@ -111,6 +127,7 @@ class ReorderBuffer(wiring.Component):
         wiring.connect(m, hdr.m_req, ing.s_req)
         wiring.connect(m, ing.m_dec, wr.s_dec)
         wiring.connect(m, ing.m_ahead, sch.s_ahead)
+        wiring.connect(m, ing.m_proof, sch.s_proof)
         wiring.connect(m, sch.m_job, rd.s_job)
         for sink in (ing.s_rel, wr.s_rel, sch.s_rel):
             m.d.comb += [sink.valid.eq(rd.m_rel.valid), sink.payload.eq(rd.m_rel.payload)]
@@ -122,6 +139,7 @@ class ReorderBuffer(wiring.Component):
             wr.gen.eq(ing.gen),
             sch.used.eq(ing.used),
             sch.done.eq(wr.done),
+            sch.closed.eq(ing.closed),
             sch.busy.eq(ing.busy),
             sch.job_room.eq(rd.job_room),
             rd.bad.eq(wr.bad),
@@ -141,6 +159,7 @@ class ReorderBuffer(wiring.Component):
             cnt.inc_containers_out.eq(rel.valid & ~rel.payload.bad),
             cnt.inc_drop_bad.eq(rel.valid & rel.payload.bad),
             cnt.add_lost.eq(Mux(mnt.valid, mnt.payload.lost, 0)),
+            cnt.inc_lost_overrun.eq(mnt.valid & mnt.payload.overrun),
             *[
                 getattr(cnt, f"inc_{n}").eq(getattr(ing, n))
                 for n in ("drop_dup", "drop_window", "drop_orphan", "drop_runt", "drop_other")
@@ -166,6 +185,7 @@ EXPORTS = [
             "slot_bytes": 8192,
             "timeout": 4096,
             "ethertype": GSE_ETHERTYPE,
+            "skip_distance": 0,
         },
         description="PKTC reorder buffer: containers per source node released in seq order, "
         "whole; missing ones skipped after a timeout and counted",

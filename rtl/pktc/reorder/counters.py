@@ -22,6 +22,7 @@ STATS = (
     "drop_bad",
     "drop_runt",
     "drop_other",
+    "lost_overrun",
 )
 
 

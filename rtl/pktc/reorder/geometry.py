@@ -28,10 +28,20 @@ class ReorderGeometry:
     * ``jobs``: containers of one source handed to the reader and not yet released
       (at most ``window``: the source's next slot to schedule then never wraps onto
       one still being read).
+    * ``skip_distance`` D: 0 (off), or 1..W-1: a FIRST frame stored D or more ahead of
+      the next ``seq`` due proves that head lost (the sources keep at most D
+      containers of one source in flight to this buffer); see ``scheduler.py``.
     """
 
     def __init__(
-        self, data_width=64, sources=4, window=8, slot_bytes=8192, timeout=4096, ethertype=GSE_ETHERTYPE
+        self,
+        data_width=64,
+        sources=4,
+        window=8,
+        slot_bytes=8192,
+        timeout=4096,
+        ethertype=GSE_ETHERTYPE,
+        skip_distance=0,
     ):
         self.data_width = check_data_width(data_width)
         self.bpb = data_width // 8
@@ -53,6 +63,9 @@ class ReorderGeometry:
         if not isinstance(ethertype, int) or not 0 <= ethertype < 1 << 16:
             raise ValueError(f"ethertype must be 0..0xFFFF, not {ethertype!r}")
         self.ethertype = ethertype
+        if not isinstance(skip_distance, int) or not (skip_distance == 0 or 1 <= skip_distance < window):
+            raise ValueError(f"skip_distance must be 0 (off) or 1..window-1, not {skip_distance!r}")
+        self.skip_distance = skip_distance
         self.src_bits = max(1, (sources - 1).bit_length())
         self.nslots = sources * window
         self.slot_index_bits = max(1, (self.nslots - 1).bit_length())

@@ -7,7 +7,11 @@ Interface
 * ``s_rel``, ``s_mnt`` (in): releases and head skips/jumps taking effect this clock.
 * ``m_dec`` (out, registered): the decision of each frame, in frame order.
 * ``m_ahead`` (out, registered): a FIRST frame dropped as out of window.
-* ``used``, ``gen`` (out, per slot): slot claimed; claim generation.
+* ``m_proof`` (out, registered; only with ``skip_distance`` D > 0): a FIRST frame in
+  the window and D or more ahead of the next due (stored, or a copy): evidence that
+  the head is lost unless it is closed.
+* ``used``, ``gen``, ``closed`` (out, per slot): slot claimed; claim generation; the
+  container's LAST accepted.
 * ``busy`` (out, per source): a frame of the source is in this pipeline (the head
   scheduler then leaves its head alone).
 * ``drop_other``, ``drop_dup``, ``drop_window``, ``drop_orphan``, ``drop_runt``
@@ -33,7 +37,15 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .records import ahead_layout, decision_layout, maintenance_layout, release_layout, request_layout, strobe
+from .records import (
+    ahead_layout,
+    decision_layout,
+    maintenance_layout,
+    proof_layout,
+    release_layout,
+    request_layout,
+    strobe,
+)
 
 __all__ = ["IngressDecision"]
 
@@ -51,7 +63,9 @@ class IngressDecision(wiring.Component):
                 "s_mnt": In(strobe(maintenance_layout(geo))),
                 "m_dec": Out(strobe(decision_layout(geo))),
                 "m_ahead": Out(strobe(ahead_layout(geo))),
+                "m_proof": Out(strobe(proof_layout(geo))),
                 "used": Out(geo.nslots),
+                "closed": Out(geo.nslots),
                 "gen": Out(geo.nslots),
                 "busy": Out(geo.sources),
                 **{n: Out(1) for n in REASONS},
@@ -64,7 +78,8 @@ class IngressDecision(wiring.Component):
         wb = g.win_bits
         req, v1 = self.s_req.payload, self.s_req.valid
         rel, mnt = self.s_rel, self.s_mnt
-        closed = Signal(g.nslots)
+        closed = self.closed
+        D = g.skip_distance
 
         # ---- stage 1: window distance, slot state -----------------------------------
         exp_s = Signal(16)
@@ -95,6 +110,10 @@ class IngressDecision(wiring.Component):
             for n in ("in_a", "in_b", "beh_a", "beh_b", "chg2", "jump2", "u2", "c2", "g2", "same2")
         )
         claim, close = Signal(), Signal()
+        # D or more ahead (only meaningful in the window, where d = its low bits)
+        far_a, far_b = Signal(), Signal()
+        if D:
+            m.d.sync += [far_a.eq(d[:wb] >= D), far_b.eq(e[:wb] >= D)]
         m.d.sync += [
             v2.eq(v1),
             runt2.eq(req.runt),
@@ -144,6 +163,9 @@ class IngressDecision(wiring.Component):
             self.drop_orphan.eq(good & ~u_eff & ~first2),
             self.m_ahead.valid.eq(outwin & ~behind & ~jump2 & first2),
         ]
+        if D:
+            far = Mux(chg2, far_b, far_a)
+            m.d.sync += [self.m_proof.valid.eq(good & first2 & far), self.m_proof.payload.src.eq(src2)]
         with m.If(outwin & ~behind & ~jump2 & first2):
             m.d.sync += [self.m_ahead.payload.src.eq(src2), self.m_ahead.payload.seq.eq(seq2)]
         dec = self.m_dec.payload

@@ -5,7 +5,9 @@ Interface
 ---------
 * ``used``, ``done`` (in, per slot): claimed; LAST written (``ingress``, ``writer``).
 * ``busy`` (in, per source): a frame of the source is being decided (``ingress``).
+* ``closed`` (in, per slot): the container's LAST accepted (``ingress``).
 * ``s_ahead`` (in): a FIRST frame dropped as out of window (evidence of loss).
+* ``s_proof`` (in): a FIRST frame ``skip_distance`` or more ahead (``ingress``).
 * ``s_rel`` (in): a container released by the reader (the source advances by one).
 * ``job_room`` (in): the reader can take a job this clock.
 * ``exp`` (out, per source): the next ``seq`` due (the window base).
@@ -31,15 +33,25 @@ Behaviour
     evidence for the whole run of missing ones);
   - jump: nothing stored and the source was seen ahead of its window: the window
     base jumps to the last such ``seq``, every ``seq`` skipped over counted lost.
-* Any release, skip or jump of a source clears its "ahead" evidence (new frames set
-  it again).
+* Overrun skip (``skip_distance`` D > 0): a ``proof`` (a FIRST frame D or more
+  ahead of the next due) sets the source's "proven" flag, unless the source's head
+  moved in that clock or the one before (the proof may then be about the old head:
+  it is dropped, a later frame brings it again). While proven and the head is not
+  closed (missing, or partial: cut), the head is skipped as by the timer, at the
+  source's next token turn, counted in ``lost`` and flagged ``overrun``; a skip
+  proven so never chains (the next head waits for its own proof or the timer) and
+  never jumps. Sound when no source has more than D containers in flight to this
+  buffer that have not been delivered: container ``exp + D`` then cannot have been
+  sent unless ``exp`` is gone (docs/pktc.md).
+* Any release, skip or jump of a source clears its "ahead" and "proven" evidence (new
+  frames set it again).
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .records import ahead_layout, job_layout, maintenance_layout, release_layout, strobe
+from .records import ahead_layout, job_layout, maintenance_layout, proof_layout, release_layout, strobe
 
 __all__ = ["HeadScheduler"]
 
@@ -51,8 +63,10 @@ class HeadScheduler(wiring.Component):
             {
                 "used": In(geo.nslots),
                 "done": In(geo.nslots),
+                "closed": In(geo.nslots),
                 "busy": In(geo.sources),
                 "s_ahead": In(strobe(ahead_layout(geo))),
+                "s_proof": In(strobe(proof_layout(geo))),
                 "s_rel": In(strobe(release_layout(geo))),
                 "job_room": In(1),
                 "exp": Out(16).array(geo.sources),
@@ -65,7 +79,8 @@ class HeadScheduler(wiring.Component):
         m = Module()
         g = self.geo
         N, W, wb, T = g.sources, g.window, g.win_bits, g.timeout
-        rel, mnt, ahd = self.s_rel, self.m_mnt, self.s_ahead
+        rel, mnt, ahd, prf = self.s_rel, self.m_mnt, self.s_ahead, self.s_proof
+        D = g.skip_distance
         mp = mnt.payload
         exp = self.exp
         sp = [Signal(max(1, wb), name=f"sp{s}") for s in range(N)]
@@ -74,6 +89,7 @@ class HeadScheduler(wiring.Component):
         hdone, any_used, nxt_used = Signal(N), Signal(N), Signal(N)
         chg = Signal(N)  # picked or changed last clock
         expired = Signal(N)
+        proven, hclosed = Signal(N), Signal(N)  # overrun evidence; head closed
         ahead = Signal(N)
         ahead_seq = [Signal(16, name=f"ahead_seq{s}") for s in range(N)]
         act_rel = Signal(N)
@@ -132,6 +148,12 @@ class HeadScheduler(wiring.Component):
                 m.d.sync += sp[s].eq(sp[s] + 1)
             with m.Elif(picked[s]):
                 m.d.sync += sp[s].eq(sp[s] + 1)
+            if D:
+                m.d.sync += hclosed[s].eq(self.closed.bit_select(hslot, 1))
+                with m.If(act_rel[s] | act_mnt[s]):
+                    m.d.sync += proven[s].eq(0)
+                with m.Elif(prf.valid & (prf.payload.src == s) & ~chg[s]):
+                    m.d.sync += proven[s].eq(1)
             with m.If(ahd.valid & (ahd.payload.src == s)):
                 m.d.sync += [ahead[s].eq(1), ahead_seq[s].eq(ahd.payload.seq)]
             with m.Elif(act_rel[s] | act_mnt[s]):
@@ -156,17 +178,26 @@ class HeadScheduler(wiring.Component):
         ready = Signal(N)
         for s in range(N):
             m.d.comb += ready[s].eq(
-                expired[s] & ~hdone[s] & (nsched[s] == 0) & ~chg[s] & ~act_mnt[s] & ~self.busy[s]
+                (expired[s] | (proven[s] & ~hclosed[s]))
+                & ~hdone[s]
+                & (nsched[s] == 0)
+                & ~chg[s]
+                & ~act_mnt[s]
+                & ~self.busy[s]
             )
         t_exp = Cat(*exp).word_select(tok, 16) if N > 1 else exp[0]
         t_aseq = Cat(*ahead_seq).word_select(tok, 16) if N > 1 else ahead_seq[0]
+        t_exp_d = expired.bit_select(tok, 1)
         t_jump = ahead.bit_select(tok, 1) & ~any_used.bit_select(tok, 1)
+        if D:  # a skip proven by an overrun never jumps
+            t_jump = t_jump & t_exp_d
         m.d.sync += [
             mnt.valid.eq(ready.bit_select(tok, 1) & ~mnt.valid),
             mp.src.eq(tok),
             mp.slot.eq(g.slot(tok, t_exp)),
             mp.jump.eq(t_jump),
             mp.keep.eq(~nxt_used.bit_select(tok, 1)),
+            mp.overrun.eq(~t_exp_d),
             mp.seq.eq(t_aseq),
             mp.lost.eq(Mux(t_jump, t_aseq - t_exp, 1)),
         ]

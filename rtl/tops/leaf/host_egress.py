@@ -89,6 +89,9 @@ class HostEgress(wiring.Component):
                 slot_bytes=slot_bytes,
                 timeout=reorder_timeout,
                 ethertype=cfg.ethertype,
+                # the arbiter keeps <= max_inflight containers of a requester (one per
+                # source here) undelivered: one stored that far ahead proves a loss
+                skip_distance=cfg.max_inflight if cfg.max_inflight < cfg.reorder_window else 0,
             )
             ap = cfg.arbiter_params()
             self.arb = GrantArbiter(n_req=n_req, lease_cycles=lease_cycles, **ap)
