@@ -713,7 +713,7 @@
 #define GSE_LINK_MONITOR_PROBES_MISSED_MASK 0xffffffffu
 #define GSE_LINK_MONITOR_PROBES_MISSED_RESET 0x00000000u
 #define GSE_LINK_MONITOR_PROBES_MISSED_ADDR_I(i) (GSE_LINK_MONITOR_PROBES_MISSED_ADDR + (i) * GSE_LINK_MONITOR_PROBES_MISSED_STRIDE)
-/* link_monitor.probes_skipped: PROBEs not sent on link `i`: it sent data and received a frame in the interval before */
+/* link_monitor.probes_skipped: PROBEs not sent on link `i`: it sent data and received a frame other than a PROBE in the interval before */
 #define GSE_LINK_MONITOR_PROBES_SKIPPED_ADDR 0x00000338u
 #define GSE_LINK_MONITOR_PROBES_SKIPPED_WIDTH 32u
 #define GSE_LINK_MONITOR_PROBES_SKIPPED_WORDS 1u

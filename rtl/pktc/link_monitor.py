@@ -9,15 +9,18 @@ shared by all links. At the end of each interval a link with nothing received ha
 PROBEs (``m_probe_<i>``, merged into that link's egress by the port's output mux) are
 sent only where the traffic does not already prove the link: with ``idle_only`` (the
 default) the PROBE due at the start of an interval is skipped on a link that, in the
-interval just ended, both sent data (``tx_data[i]``) and received a frame. A link
+interval just ended, both sent data (``tx_data[i]``) and received a frame other than
+a PROBE (a returning PROBE must not cancel the next one, or a link that only sends
+would be probed every other interval and miss every other one). A link
 loaded both ways therefore carries no PROBE at all; a link idle in either direction
 is probed once per interval, as every link is with ``idle_only=False``.
 
 * A healthy link leaves the healthy set after ``miss_limit`` (K) consecutive
   missed intervals, or when ``link_up[i]`` falls. Bound: ``healthy`` falls 1 clock
-  after ``link_up`` falls, and at most (K + 2) * ``interval`` + 1 clocks after the
-  last frame received on the link (one interval may pass before the PROBEs resume,
-  when the traffic that made them unnecessary stops at the same time as the link).
+  after ``link_up`` falls, and at most (K + 1) * ``interval`` + 1 clocks after the
+  last frame received on the link. When the traffic of a link loaded both ways stops,
+  its first PROBE goes out one interval later, so a live link misses one interval
+  then: keep K >= 2 (default 3).
 * An unhealthy link rejoins after ``rejoin`` (M) consecutive intervals with a
   frame received while ``link_up`` is high.
 * At reset every link is unhealthy and rejoins after M good intervals.
@@ -39,7 +42,8 @@ Interface
   leave within an interval simply sends the next one later.
 * ``probe_rx`` (in, L bits): one-clock pulse per PROBE received on link i.
 * ``rx_frame`` (in, L bits): one-clock pulse per good frame of any kind received on
-  link i (a PROBE may pulse both inputs; it counts once for liveness).
+  link i (a PROBE pulses both inputs in the same clock: it counts once for liveness
+  and, with ``probe_rx``, not as traffic).
 * ``tx_data`` (in, L bits): one-clock pulse per frame other than this monitor's
   PROBEs sent on link i (held low: a PROBE every interval).
 * ``link_up`` (in, L bits): the MAC/PCS link status.
@@ -118,15 +122,24 @@ class LinkMonitor(wiring.Component):
             # activity in the interval so far (this clock included): sent data, heard
             seen = Signal(name=f"seen{i}")  # a frame or PROBE arrived in this interval
             sent = Signal(name=f"sent{i}")  # a data frame left in this interval
+            got = Signal(name=f"got{i}")  # a frame other than a PROBE arrived in it
             heard = Signal(name=f"heard{i}")
-            m.d.comb += heard.eq(seen | self.probe_rx[i] | self.rx_frame[i])
+            other = Signal(name=f"other{i}")
+            m.d.comb += [
+                heard.eq(seen | self.probe_rx[i] | self.rx_frame[i]),
+                other.eq(self.rx_frame[i] & ~self.probe_rx[i]),
+            ]
             with m.If(tick):
-                m.d.sync += sent.eq(0)
-            with m.Elif(self.tx_data[i]):
-                m.d.sync += sent.eq(1)
+                m.d.sync += [sent.eq(0), got.eq(0)]
+            with m.Else():
+                with m.If(self.tx_data[i]):
+                    m.d.sync += sent.eq(1)
+                with m.If(other):
+                    m.d.sync += got.eq(1)
             due = Signal(name=f"due{i}")  # the PROBE of the interval starting now is needed
             if self.idle_only:
-                m.d.comb += due.eq(~((sent | self.tx_data[i]) & heard))
+                # a returning PROBE does not count here: it must not cancel the next one
+                m.d.comb += due.eq(~((sent | self.tx_data[i]) & (got | other)))
             else:
                 m.d.comb += due.eq(1)
             with m.If(tick):

@@ -186,7 +186,7 @@ BLOCK_REGISTERS = {
             "stat_probes_rcvd": "PROBEs received on link `i`",
             "stat_probes_missed": "intervals link `i` went without a PROBE or data",
             "stat_probes_skipped": "PROBEs not sent on link `i`: it sent data and received a frame "
-            "in the interval before",
+            "other than a PROBE in the interval before",
             "stat_down_events": "times link `i` left the healthy set",
         },
         wired=("probe_rx", "rx_frame", "tx_data", "link_up"),
