@@ -7,9 +7,11 @@ last high
 (``since``, saturating; it starts saturated, as if no PROBE ever came) and since
 ``link_up`` was last low, and asserts every clock:
 
-* ``since`` >= (K + 1) * ``interval`` + 1 -> ``healthy`` is 0 (the bound of
-  rtl/pktc/link_monitor.py: at most (K + 1) * interval + 1 clocks after the last frame
-  received, whether PROBEs were skipped or not);
+* ``since`` >= (K + 1) * ``interval`` -> ``healthy`` is 0 (the bound of
+  rtl/pktc/link_monitor.py: at most (K + 1) * interval clocks after the last frame
+  received, whether PROBEs were skipped or not; one clock less than before the
+  ``idle_only`` rule, when a PROBE arriving in an interval's last clock also counted
+  for the next interval);
 * ``link_up`` was low two clocks ago -> ``healthy`` is 0 (``link_up`` is registered
   once, then the decision is: the link leaves 2 clocks after a clock with ``link_up``
   low).
@@ -27,7 +29,7 @@ from .registry import Property, inputs_of, register, register_reach
 __all__ = ["LinkMonitorBound", "PARAMS", "PROBE_BOUND"]
 
 PARAMS = dict(data_width=64, links=1, interval=16, miss_limit=1, rejoin=1)
-PROBE_BOUND = (PARAMS["miss_limit"] + 1) * PARAMS["interval"] + 1  # 33
+PROBE_BOUND = (PARAMS["miss_limit"] + 1) * PARAMS["interval"]  # 32
 
 
 class LinkMonitorBound(Elaboratable):
@@ -64,7 +66,7 @@ LEAVES = register(
     Property(
         name="link_monitor_leaves_healthy",
         block="link_monitor",
-        asserts=f"healthy is 0 once {PROBE_BOUND} = (K+1)*interval+1 clocks passed without a "
+        asserts=f"healthy is 0 once {PROBE_BOUND} = (K+1)*interval clocks passed without a "
         "frame received, and 2 clocks after link_up was low (1 link, interval 16, K 1, M 1); "
         "unbounded",
         assumptions="none: probe_rx, rx_frame, tx_data, link_up, src_node, m_probe_tready and "
