@@ -18,9 +18,9 @@ is probed once per interval, as every link is with ``idle_only=False``.
 * A healthy link leaves the healthy set after ``miss_limit`` (K) consecutive
   missed intervals, or when ``link_up[i]`` falls. Bound: ``healthy`` falls 1 clock
   after ``link_up`` falls, and at most (K + 1) * ``interval`` clocks after the last
-  frame received on the link (proved: sim/formal/link_monitor.py). When the traffic of a link loaded both ways stops,
-  its first PROBE goes out one interval later, so a live link misses one interval
-  then: keep K >= 2 (default 3).
+  frame received on the link (proved: sim/formal/link_monitor.py). When the
+  traffic of a link loaded both ways stops, its first PROBE goes out one interval
+  later, so a live link misses one interval then: keep K >= 2 (default 3).
 * An unhealthy link rejoins after ``rejoin`` (M) consecutive intervals with a
   frame received while ``link_up`` is high.
 * At reset every link is unhealthy and rejoins after M good intervals.
