@@ -220,7 +220,14 @@ EXPORTS = [
         name="link_monitor",
         module="gse_link_monitor",
         factory=LinkMonitor,
-        params={"data_width": 64, "links": 4, "interval": 1024, "miss_limit": 3, "rejoin": 2, "idle_only": True},
+        params={
+            "data_width": 64,
+            "links": 4,
+            "interval": 1024,
+            "miss_limit": 3,
+            "rejoin": 2,
+            "idle_only": True,
+        },
         description="Fabric link health: PROBE keep-alives on links not loaded both ways, "
         "any received frame proves liveness; healthy mask after K silent intervals or link "
         "down, rejoin after M good intervals",

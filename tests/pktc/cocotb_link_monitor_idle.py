@@ -44,7 +44,11 @@ async def test_link_monitor_idle_only(dut):
     dut.probe_rx.value = dut.rx_frame.value = dut.tx_data.value = 0
     dut.link_up.value = (1 << L) - 1
     ports = [
-        (getattr(dut, f"m_probe_{i}_tvalid"), getattr(dut, f"m_probe_{i}_tready"), getattr(dut, f"m_probe_{i}_tlast"))
+        (
+            getattr(dut, f"m_probe_{i}_tvalid"),
+            getattr(dut, f"m_probe_{i}_tready"),
+            getattr(dut, f"m_probe_{i}_tlast"),
+        )
         for i in range(L)
     ]
     dut.rst.value = 1
@@ -110,27 +114,41 @@ async def test_link_monitor_idle_only(dut):
 
     ticks = total // T
     for i in range(L):
-        assert stat("probes_sent", i) == frames[i], f"link {i}: stat_probes_sent {stat('probes_sent', i)} != {frames[i]}"
-        assert stat("probes_rcvd", i) == pulses[i], f"link {i}: stat_probes_rcvd {stat('probes_rcvd', i)} != {pulses[i]}"
+        assert stat("probes_sent", i) == frames[i], (
+            f"link {i}: stat_probes_sent {stat('probes_sent', i)} != {frames[i]}"
+        )
+        assert stat("probes_rcvd", i) == pulses[i], (
+            f"link {i}: stat_probes_rcvd {stat('probes_rcvd', i)} != {pulses[i]}"
+        )
     assert frames[0] == 0 and stat("probes_skipped", 0) >= ticks - 1, (
         f"link 0 (busy): {frames[0]} PROBEs sent, {stat('probes_skipped', 0)} skipped of {ticks} intervals"
     )
     for i in (1, 4):
-        assert stat("probes_skipped", i) == 0, f"link {i}: {stat('probes_skipped', i)} PROBEs skipped, not busy both ways"
+        assert stat("probes_skipped", i) == 0, (
+            f"link {i}: {stat('probes_skipped', i)} PROBEs skipped, not busy both ways"
+        )
         assert frames[i] >= ticks - 2, f"link {i}: {frames[i]} PROBEs in {ticks} intervals (one each wanted)"
     for i in (0, 1, 3, 4):
         assert stat("down_events", i) == 0, f"link {i} went down"
-    assert stat("probes_missed", 3) <= 1, f"link 3: {stat('probes_missed', 3)} missed intervals after STOP (<= 1)"
+    assert stat("probes_missed", 3) <= 1, (
+        f"link 3: {stat('probes_missed', 3)} missed intervals after STOP (<= 1)"
+    )
     assert first_probe_after_stop[3] is not None and first_probe_after_stop[3] - stop <= 2 * T + 40, (
         f"link 3: no PROBE within 2T+40 clocks of STOP ({first_probe_after_stop[3]}, stop {stop})"
     )
     assert beats_after_stop[2] >= 8 * K, f"link 2: {beats_after_stop[2]} PROBE beats after it went silent"
     assert stat("down_events", 2) == 1, f"link 2 (dead): {stat('down_events', 2)} down events, want 1"
-    assert down2_at is not None and down2_at > stop, f"link 2 went down at {down2_at}, traffic stopped at {stop}"
+    assert down2_at is not None and down2_at > stop, (
+        f"link 2 went down at {down2_at}, traffic stopped at {stop}"
+    )
     assert down2_at - last_rx2 <= (K + 1) * T + 1, (
         f"link 2 down {down2_at - last_rx2} clocks after its last frame (bound {(K + 1) * T + 1})"
     )
     dut._log.info(
-        "idle-only PROBEs: sent %s, skipped on link 0 %d of %d intervals, link 2 down %d clocks after its last frame",
-        frames, stat("probes_skipped", 0), ticks, down2_at - last_rx2,
+        "idle-only PROBEs: sent %s, skipped on link 0 %d of %d intervals, "
+        "link 2 down %d clocks after its last frame",
+        frames,
+        stat("probes_skipped", 0),
+        ticks,
+        down2_at - last_rx2,
     )
