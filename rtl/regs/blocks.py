@@ -185,9 +185,11 @@ BLOCK_REGISTERS = {
             "stat_probes_sent": "PROBEs sent on link `i`",
             "stat_probes_rcvd": "PROBEs received on link `i`",
             "stat_probes_missed": "intervals link `i` went without a PROBE or data",
+            "stat_probes_skipped": "PROBEs not sent on link `i`: it sent data and received a frame "
+            "other than a PROBE in the interval before",
             "stat_down_events": "times link `i` left the healthy set",
         },
-        wired=("probe_rx", "link_up"),
+        wired=("probe_rx", "rx_frame", "tx_data", "link_up"),
     ),
     "reorder": BlockRegisters(
         "reorder buffer of the fabric ingress (rtl/pktc/reorder/)",

@@ -179,7 +179,13 @@ def measure(cn, shape, start, warmup, roles, *, histogram=None, bytes_per_beat=8
         "uplinks": (len(up), _sum(cn, up.values(), i0, i1), delivered),
         "downlinks": (len(dn), _sum(cn, dn.values(), i0, i1), delivered),
     }
-    out["overhead_limit"], out["limit_by_links"] = measured_limit(classes, N, W)
+    # PROBEs sent up each uplink come back down the same link (the spine returns them)
+    ctl_w = -(-60 // W)
+    sent = cn.match(r"leaf\d+\.lm_stat_probes_sent_\d+")
+    rcvd = cn.match(r"leaf\d+\.lm_stat_probes_rcvd_\d+")
+    probes = {"uplinks": _sum(cn, sent, i0, i1) * ctl_w, "downlinks": _sum(cn, rcvd, i0, i1) * ctl_w}
+    out["probe_beats"] = probes
+    out["overhead_limit"], out["limit_by_links"] = measured_limit(classes, N, W, probes)
     ctl = [f"spine{u}.stat_ctl_out_{l}" for u in range(S) for l in range(L)]
     ctl_frames = _sum(cn, [c for c in ctl if cn.has(c)], i0, i1)
     ctl_beats = ctl_frames * -(-60 // W)

@@ -1,18 +1,23 @@
-"""Link monitor: a link that stops receiving PROBEs, or goes down, leaves ``healthy``
-within the documented bound.
+"""Link monitor: a link that stops receiving frames (PROBEs or any other), or goes
+down, leaves ``healthy`` within the documented bound.
 
 Configuration (:data:`PARAMS`): one link, ``interval`` 16 clocks, ``miss_limit`` K = 1,
-``rejoin`` M = 1. The wrapper counts the clocks since ``probe_rx`` was last high
+``rejoin`` M = 1. The wrapper counts the clocks since ``probe_rx`` or ``rx_frame`` was
+last high
 (``since``, saturating; it starts saturated, as if no PROBE ever came) and since
 ``link_up`` was last low, and asserts every clock:
 
-* ``since`` >= (K + 1) * ``interval`` + 1 -> ``healthy`` is 0 (the bound of
-  rtl/pktc/link_monitor.py: at most (K + 1) * interval + 1 clocks after the last PROBE);
+* ``since`` >= (K + 1) * ``interval`` -> ``healthy`` is 0 (the bound of
+  rtl/pktc/link_monitor.py: at most (K + 1) * interval clocks after the last frame
+  received, whether PROBEs were skipped or not; one clock less than before the
+  ``idle_only`` rule, when a PROBE arriving in an interval's last clock also counted
+  for the next interval);
 * ``link_up`` was low two clocks ago -> ``healthy`` is 0 (``link_up`` is registered
   once, then the decision is: the link leaves 2 clocks after a clock with ``link_up``
   low).
 
-``probe_rx``, ``link_up``, ``src_node``, ``m_probe_tready`` and ``rst`` are free.
+``probe_rx``, ``rx_frame``, ``tx_data``, ``link_up``, ``src_node``, ``m_probe_tready``
+and ``rst`` are free.
 :data:`PROBE_BOUND` - 1 and a 1-clock ``link_up`` bound are refuted (tests/formal), so
 both bounds are tight.
 """
@@ -24,7 +29,7 @@ from .registry import Property, inputs_of, register, register_reach
 __all__ = ["LinkMonitorBound", "PARAMS", "PROBE_BOUND"]
 
 PARAMS = dict(data_width=64, links=1, interval=16, miss_limit=1, rejoin=1)
-PROBE_BOUND = (PARAMS["miss_limit"] + 1) * PARAMS["interval"] + 1  # 33
+PROBE_BOUND = (PARAMS["miss_limit"] + 1) * PARAMS["interval"]  # 32
 
 
 class LinkMonitorBound(Elaboratable):
@@ -39,7 +44,8 @@ class LinkMonitorBound(Elaboratable):
         m.submodules.dut = dut = self.dut
         top = self.probe_bound
         since = Signal(range(top + 1), init=top)
-        m.d.sync += since.eq(Mux(dut.probe_rx[0], 0, Mux(since == top, top, since + 1)))
+        heard = dut.probe_rx[0] | dut.rx_frame[0]
+        m.d.sync += since.eq(Mux(heard, 0, Mux(since == top, top, since + 1)))
         with m.If(since >= top):
             m.d.comb += Assert(~dut.healthy[0], "healthy past the PROBE timeout bound")
         down = Signal(self.down_delay)  # link_up low 1 .. down_delay clocks ago
@@ -60,9 +66,11 @@ LEAVES = register(
     Property(
         name="link_monitor_leaves_healthy",
         block="link_monitor",
-        asserts=f"healthy is 0 once {PROBE_BOUND} = (K+1)*interval+1 clocks passed without a "
-        "PROBE, and 2 clocks after link_up was low (1 link, interval 16, K 1, M 1); unbounded",
-        assumptions="none: probe_rx, link_up, src_node, m_probe_tready and rst are all free",
+        asserts=f"healthy is 0 once {PROBE_BOUND} = (K+1)*interval clocks passed without a "
+        "frame received, and 2 clocks after link_up was low (1 link, interval 16, K 1, M 1); "
+        "unbounded",
+        assumptions="none: probe_rx, rx_frame, tx_data, link_up, src_node, m_probe_tready and "
+        "rst are all free",
         mode="prove",
         depth=40,
         build=_build,

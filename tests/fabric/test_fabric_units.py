@@ -50,6 +50,16 @@ def test_measured_limit_is_the_tightest_link_class():
     assert limit == per["up"] and per["idle"] == float("inf")
 
 
+def test_measured_limit_leaves_out_probes_of_loaded_links():
+    # 2 hosts, 2 uplinks of 10000 busy beats, 80 of them PROBEs sent in idle intervals:
+    # a link kept loaded sends none, so the limit is taken over 9920 beats
+    classes = {"up": (2, 20000, 150000), "host": (2, 19000, 150000)}
+    limit, per = measured_limit(classes, 2, probe_beats={"up": 160})
+    assert per["up"] == pytest.approx(150000 / (19840 * 8))
+    assert limit == per["up"] and per["host"] == pytest.approx(150000 / (19000 * 8))
+    assert measured_limit(classes, 2)[1]["up"] == pytest.approx(150000 / (20000 * 8))
+
+
 def test_percentile_reads_the_bin_upper_edge():
     bins = [0, 50, 40, 9, 1]
     assert percentile_from_histogram(bins, 10, 0.5) == 20

@@ -35,6 +35,8 @@ async def test_link_monitor_spurious_and_resets(dut):
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     dut.src_node.value = 0x1234
     dut.probe_rx.value = 0
+    dut.rx_frame.value = 0  # PROBEs only: every link is probed each interval
+    dut.tx_data.value = 0
     dut.link_up.value = (1 << L) - 1 & ~(1 << 2)
     probes = [
         (

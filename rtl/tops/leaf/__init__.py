@@ -298,6 +298,8 @@ class GSELeaf(wiring.Component):
                 self.fab_pause[u].eq(fin.pause),
                 fin.node_base.eq(node_base),
                 lm.probe_rx[u].eq(fin.probe_rx),
+                lm.rx_frame[u].eq(fin.frame_rx),
+                lm.tx_data[u].eq(utx.tx_data),
                 utx.pause_in.eq(self.fab_pause_in[u]),
                 utx.node_base.eq(node_base),
             ]

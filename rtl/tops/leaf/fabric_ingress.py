@@ -28,7 +28,9 @@ class FabricIngress(wiring.Component):
       ``dst_node - node_base`` is below H goes to ``m_data[dst_node - node_base]``;
       REQUEST and GRANT frames to ``m_ctl``; a PROBE pulses ``probe_rx`` (one clock) as
       it arrives, before the store (see ``_snoop_probes``), and is consumed after the
-      parser. Everything else (DATA for another leaf, non-GSE frames) is
+      parser. ``frame_rx`` pulses (one clock) at the last beat of every good frame
+      (``tuser[0]`` low) as it arrives, whatever its kind: the link monitor's proof
+      that the link is alive. Everything else (DATA for another leaf, non-GSE frames) is
       dropped whole and counted in ``stat_drop_unrouted``.
     * Counters: ``stat_probes``, ``stat_drop_unrouted``, the store's ``store_stat_*``
       and the parser's ``parser_stat_*``.
@@ -57,6 +59,7 @@ class FabricIngress(wiring.Component):
             "m_data": Out(sig).array(hosts),
             "m_ctl": Out(sig),
             "probe_rx": Out(1),
+            "frame_rx": Out(1),
             "stat_probes": Out(32),
             "stat_drop_unrouted": Out(32),
         }
@@ -129,6 +132,9 @@ class FabricIngress(wiring.Component):
                 with m.If(beat <= last_beat):
                     m.d.sync += beat.eq(beat + 1)
         pulse = s.valid & s.payload.last & ~s.payload.user[0] & (beat >= last_beat) & hit
-        m.d.comb += self.probe_rx.eq(pulse)
+        m.d.comb += [
+            self.probe_rx.eq(pulse),
+            self.frame_rx.eq(s.valid & s.payload.last & ~s.payload.user[0]),
+        ]
         with m.If(pulse):
             m.d.sync += self.stat_probes.eq(self.stat_probes + 1)

@@ -109,7 +109,7 @@ def _part_doc(port, kind=None):
 
 
 #: Outputs of parts that other parts take (not registers).
-WIRED_OUT = ("pause", "lookup_key", "probe_rx", "sp_busy")
+WIRED_OUT = ("pause", "lookup_key", "probe_rx", "frame_rx", "tx_data", "sp_busy")
 
 
 def query_members(prefix, part):

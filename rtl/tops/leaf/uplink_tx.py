@@ -50,7 +50,9 @@ class UplinkTx(wiring.Component):
 
     Interface: ``s_probe``, ``s_host[h]`` (in, AXI-Stream), ``m_axis`` (out, the link;
     its ``tready`` is honoured, a fabric link holds it at 1), ``pause_in`` (in: the far
-    end's pause; no new data frame starts while it is 1; PROBEs still go), counters
+    end's pause; no new data frame starts while it is 1; PROBEs still go), ``tx_data``
+    (out: a one-clock pulse as the last beat of a frame from ``s_host`` enters the
+    output mux, for the link monitor: this link carried traffic), counters
     ``stat_frames`` (frames sent), ``stat_probes``, ``stat_pause_cycles``,
     ``stat_held_cycles``.
 
@@ -73,6 +75,7 @@ class UplinkTx(wiring.Component):
                 "s_host": In(sig).array(hosts),
                 "m_axis": Out(sig),
                 "pause_in": In(1),
+                "tx_data": Out(1),
                 "stat_frames": Out(32),
                 "stat_probes": Out(32),
                 "stat_pause_cycles": Out(32),
@@ -105,6 +108,7 @@ class UplinkTx(wiring.Component):
         wiring.connect(m, skid.m, wiring.flipped(self.m_axis))
         m.d.comb += [
             gate.pause.eq(self.pause_in),
+            self.tx_data.eq(prio.s_axis[1].valid & prio.s_axis[1].ready & prio.s_axis[1].payload.last),
             self.stat_probes.eq(prio.stat_packets[0]),
             self.stat_frames.eq(prio.stat_packets[0] + prio.stat_packets[1]),
             self.stat_pause_cycles.eq(gate.stat_pause_cycles),
