@@ -6,7 +6,8 @@ rising edge and ``dv XOR er`` on the falling edge.
 
 :class:`RGMIIInput` (``rx`` domain, clocked by the PHY's RXC) turns the pins into GMII
 signals ``rx_dv``, ``rx_er``, ``rxd``, valid two ``rx`` clocks after the falling edge
-of their byte (the DDR input register, then one register more). :class:`RGMIIOutput` (``tx`` domain) takes GMII
+of their byte (the DDR input register, then one register more).
+:class:`RGMIIOutput` (``tx`` domain) takes GMII
 ``tx_en``, ``tx_er``, ``txd`` at a rising edge of ``tx_clk`` and drives them on the pins
 from that edge on; it also forwards the transmit clock on ``rgmii_txc`` from the domain
 ``txc_domain``: ``"tx"`` (edge-aligned with the data: the PHY adds the 2 ns TX delay)

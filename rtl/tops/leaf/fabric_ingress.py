@@ -132,9 +132,6 @@ class FabricIngress(wiring.Component):
                 with m.If(beat <= last_beat):
                     m.d.sync += beat.eq(beat + 1)
         pulse = s.valid & s.payload.last & ~s.payload.user[0] & (beat >= last_beat) & hit
-        m.d.comb += [
-            self.probe_rx.eq(pulse),
-            self.frame_rx.eq(s.valid & s.payload.last & ~s.payload.user[0]),
-        ]
+        m.d.comb += [self.probe_rx.eq(pulse), self.frame_rx.eq(s.valid & s.payload.last & ~s.payload.user[0])]
         with m.If(pulse):
             m.d.sync += self.stat_probes.eq(self.stat_probes + 1)
