@@ -68,9 +68,10 @@ class GSESpine(wiring.Component):
       :class:`~opengse.rtl.lib.pause_fifo.PauseFIFO`.
     * ``pause_<i>`` (out, registered): input i's store is above XOFF (until below XON):
       the link carries it back to the sender, which starts no new frame while it is 1.
-    * ``pause_in_<o>`` (in): the receiver behind output o asks it to stop: no new frame
-      starts on ``m_axis_<o>`` while it is 1; a frame already started finishes
-      (:class:`~opengse.rtl.lib.pause_gate.PauseGate`). Frames then back up into the
+    * ``pause_in_<o>`` (in): the receiver behind output o asks it to stop: no new data
+      frame starts on ``m_axis_<o>`` while it is 1; a frame already started finishes
+      (:class:`~opengse.rtl.lib.pause_gate.PauseGate` on the data queue); control
+      frames (REQUEST, GRANT, PROBE) still go, as at the leaf's uplinks. Data frames then back up into the
       output's queues, its muxes, the inputs that feed it, their stores, and so into
       ``pause_<i>`` upstream (head-of-line blocking, as with PFC).
     * ``s_axil_*`` (AXI4-Lite, 32-bit): the forwarding table and every counter, the
@@ -101,8 +102,8 @@ class GSESpine(wiring.Component):
     decrement -> demux by table lookup to its output's control (REQUEST, GRANT,
     PROBE) or data round-robin mux -> skid buffer -> that output's control or data
     store-and-forward
-    queue -> skid -> strict-priority mux (control first, whole packets) -> pause gate ->
-    ``m_axis_<o>``.
+    queue -> skid -> (data only: pause gate) -> strict-priority mux (control first, whole
+    packets) -> ``m_axis_<o>``.
     A full queue stalls its mux and so the inputs that feed it (lossless). An input
     whose head frame waits for its output waits whole (head-of-line blocking between
     outputs; see docs/spine.md).
@@ -237,13 +238,20 @@ class GSESpine(wiring.Component):
                 wiring.connect(m, skid.m, buf.s_axis)
             # and skids after the queues: the SRAM read address no longer waits for the
             # priority mux's tready
+            m.submodules[f"pause_gate_{o}"] = gate = PauseGate(w)
             for k, (name, buf) in enumerate((("ctl", ctl_buf), ("data", data_buf))):
                 m.submodules[f"{name}_out_skid_{o}"] = skid = SkidBuffer(axis_beat_layout(w))
                 wiring.connect(m, buf.m_axis, skid.s)
-                wiring.connect(m, skid.m, out_mux.s_axis[k])
-            m.submodules[f"pause_gate_{o}"] = gate = PauseGate(w)
-            wiring.connect(m, out_mux.m_axis, gate.s_axis)
-            wiring.connect(m, gate.m_axis, wiring.flipped(self.m_axis[o]))
+                if name == "ctl":
+                    wiring.connect(m, skid.m, out_mux.s_axis[k])
+                else:
+                    # pause holds data only: control frames (PROBE, REQUEST, GRANT) are
+                    # their own class, as at the leaf's uplinks (UplinkTx). Holding them
+                    # let a leaf that paused a spine starve its own link monitor of
+                    # PROBEs and take every uplink down (docs/fabric.md, gse sim)
+                    wiring.connect(m, skid.m, gate.s_axis)
+                    wiring.connect(m, gate.m_axis, out_mux.s_axis[k])
+            wiring.connect(m, out_mux.m_axis, wiring.flipped(self.m_axis[o]))
             m.d.comb += [gate.pause.eq(self.pause_in[o]), self.stat_held_cycles[o].eq(gate.stat_held_cycles)]
             m.d.comb += [
                 self.stat_ctl_out[o].eq(out_mux.stat_packets[0]),

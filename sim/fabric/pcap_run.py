@@ -32,17 +32,25 @@ __all__ = [
 HOST_START_MIN = 4096
 
 
-def _leaf_max_frame():
+def _fabric_max_frame():
+    """The largest host frame every switch of the fabric carries without loss: the
+    leaf's ``max_frame_bytes`` (GSELeaf's default), and the spine's, whose input
+    stores' pause headroom is sized for :data:`~opengse.rtl.lib.pause_fifo.MAX_FRAME_BYTES`
+    (9000 B and the 18-byte GSE tag): a longer frame could overrun a spine store in ECMP
+    mode (counted there, but lost)."""
     import inspect
 
+    from opengse.rtl.header.gse_header import GSE_HEADER_BYTES
+    from opengse.rtl.lib.pause_fifo import MAX_FRAME_BYTES
     from opengse.rtl.tops.leaf import GSELeaf
 
-    return inspect.signature(GSELeaf.__init__).parameters["max_frame_bytes"].default
+    leaf = inspect.signature(GSELeaf.__init__).parameters["max_frame_bytes"].default
+    return min(leaf, MAX_FRAME_BYTES - GSE_HEADER_BYTES)
 
 
-#: The largest host frame (bytes, DA .. payload) of the fabric's leaves (built with
-#: GSELeaf's default).
-MAX_FRAME = _leaf_max_frame()
+#: The largest host frame (bytes, DA .. payload) of the fabric: 9000 (the leaves take
+#: 9216, the spines' pause headroom 9000 + the tag).
+MAX_FRAME = _fabric_max_frame()
 
 
 def drop_counters(cn):
