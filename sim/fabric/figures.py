@@ -330,9 +330,14 @@ def scenario_verdicts(doc, entry):
             # in flight: what the failed link lost, and the frame it cut (closed bad, dropped
             # whole by the spine); anything else is loss the failure caused elsewhere
             link = {k: v for k, v in by.items() if k.endswith(".stat_frames_lost") or ".stat_drop_bad" in k}
-            other = {k: v for k, v in by.items() if k not in link}
+            # a destination's reorder buffer skips the head the link lost and counts it
+            # (``ro_stat_lost``: the overrun skip or the timeout): the same loss, counted there
+            skipped = {k: v for k, v in by.items() if k.endswith("_ro_stat_lost")}
+            other = {k: v for k, v in by.items() if k not in link and k not in skipped}
             ok = not other and (res.get("lost") or 0) <= sum(link.values())
-            text = f"{sum(link.values())} on the link"
+            text = f"{sum(link.values())} on the link, PROBEs included"
+            if skipped:
+                text += f"; heads skipped at the destination {sum(skipped.values())}"
             if other:
                 text += "; also " + ", ".join(f"{k} {v}" for k, v in sorted(other.items()))
             text += f"; checkers miss {res.get('lost')}"

@@ -195,10 +195,22 @@ def test_failure_verdict_names_loss_beyond_the_failed_link():
     )
     v = dict(ff.scenario_verdicts(doc, doc["scenarios"]["f"]))
     key = "loss limited to frames in flight on the failed link, counted"
-    assert v[key].startswith("pass (52 on the link")
+    assert v[key].startswith("pass (52 on the link, PROBEs included")
+    # the destination's skip of the lost head counts the same loss again: still a pass
+    by1 = {**by, "leaf1.h0_out_ro_stat_lost": 1}
+    ff.record(
+        doc, "s", {"gse": _result(fail_uplinks=["0:1@50000"], drops=53, lost=2, drops_by_counter=by1)}, "x"
+    )
+    v = dict(ff.scenario_verdicts(doc, doc["scenarios"]["s"]))
+    assert (
+        v[key]
+        == "pass (52 on the link, PROBEs included; heads skipped at the destination 1; checkers miss 2)"
+    )
     by2 = {**by, "leaf1.h0_out_ro_stat_drop_window": 76}
     ff.record(
         doc, "g", {"gse": _result(fail_uplinks=["0:1@50000"], drops=128, lost=2, drops_by_counter=by2)}, "x"
     )
     v = dict(ff.scenario_verdicts(doc, doc["scenarios"]["g"]))
-    assert v[key].startswith("MISS (52 on the link; also leaf1.h0_out_ro_stat_drop_window 76")
+    assert v[key].startswith(
+        "MISS (52 on the link, PROBEs included; also leaf1.h0_out_ro_stat_drop_window 76"
+    )
