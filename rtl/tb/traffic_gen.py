@@ -308,7 +308,7 @@ class TrafficGenerator(wiring.Component):
         # away between frames (0.9 % of rate 0.7 with 60..200-byte frames, measured).
         # reset-less: they follow ``rate`` through reset, so the first clock after it
         # already earns ``rate``, as the unregistered form did.
-        rate_r = Signal(18, reset_less=True)
+        rate_r = Signal(len(self.rate), reset_less=True)
         cost = Signal(signed(19), reset_less=True)  # rate - RATE_ONE
         over = [Signal(signed(19), name=f"tokens_over{n}", reset_less=True) for n in range(2)]
         m.d.sync += [
