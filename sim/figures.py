@@ -182,14 +182,15 @@ def seeds_of(bench):
     return []
 
 
-def commit_of(cwd="."):
-    """The checkout's commit (with "+changes" when the work tree differs), or "unknown"."""
+def commit_of(cwd=".", paths=()):
+    """The checkout's commit (with "+changes" when the work tree differs, or only
+    ``paths`` of it when given), or "unknown"."""
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            ["git", "status", "--porcelain", "--untracked-files=no", *(("--", *paths) if paths else ())],
             cwd=cwd,
             capture_output=True,
             text=True,

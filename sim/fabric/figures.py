@@ -16,10 +16,10 @@ that has no scenario at all gets a "not measured" row.
 import json
 import math
 import shlex
-import subprocess
 from pathlib import Path
 
 from .report import LIMIT_SHARE, target_for, verdicts
+from ..figures import commit_of as _commit_of
 
 __all__ = [
     "BEGIN",
@@ -74,20 +74,7 @@ def commit_of(cwd=ROOT):
     """The checkout's commit, with "+changes" when the sources a run depends on
     (``rtl/``, ``sim/``, ``platforms/``) differ from it; the figures file and docs
     changing is not a change of the measurement. "unknown" outside a git checkout."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", "rtl", "sim", "platforms"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("+changes" if dirty else "")
+    return _commit_of(cwd, paths=("rtl", "sim", "platforms"))
 
 
 def load(path):
