@@ -19,7 +19,7 @@ import random
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles
-from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamSink
+from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink
 from cocotbext.axi import AxiStreamSource
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
@@ -28,7 +28,7 @@ from scapy.packet import Raw
 from opengse.firmware.regs import AsyncRegisters, RegisterError
 from opengse.rtl.catalog import get_block
 from opengse.sim.axil_bus import AxilBus
-from opengse.sim.cocotb_util import random_pause, reset_dut
+from opengse.sim.cocotb_util import reset_dut
 from opengse.sim.runner import test_params
 
 #: Bytes the tagger adds to a frame: the GSE header after the Ethernet header.
@@ -66,16 +66,7 @@ async def leaf_voq_query(dut):
     leaf._MustUse__silence = True
     H, U = leaf.config.host_ports, leaf.config.uplinks
     Q, T = leaf.config.queues, leaf.config.tenants
-    axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
-    for ch in (
-        axil.write_if.aw_channel,
-        axil.write_if.w_channel,
-        axil.write_if.b_channel,
-        axil.read_if.ar_channel,
-        axil.read_if.r_channel,
-    ):
-        ch.set_pause_generator(random_pause(random.Random(rng.random()), 0.3))
-    regs = AsyncRegisters(AxilBus(axil), leaf.regmap)
+    regs = AsyncRegisters(AxilBus.over(dut, rng, 0.3), leaf.regmap)
     src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_host_0"), dut.clk, dut.rst)
     # PROBEs and REQUESTs leave on the uplinks into sinks (nothing comes back)
     outs = [f"m_axis_fab_{u}" for u in range(U)] + [f"m_axis_host_{q}" for q in range(H)]

@@ -17,7 +17,7 @@ import random
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, SimTimeoutError, with_timeout
-from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamSink
+from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink
 from cocotbext.axi import AxiStreamSource
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
@@ -57,16 +57,7 @@ async def spine_table_and_counters(dut):
     spec = get_block("spine")
     spine = spec.build(**{**spec.params, **p})  # built for its register map only
     spine._MustUse__silence = True
-    axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
-    for ch in (
-        axil.write_if.aw_channel,
-        axil.write_if.w_channel,
-        axil.write_if.b_channel,
-        axil.read_if.ar_channel,
-        axil.read_if.r_channel,
-    ):
-        ch.set_pause_generator(random_pause(random.Random(rng.random()), 0.3))
-    bus = AxilBus(axil)
+    bus = AxilBus.over(dut, rng, 0.3)
     regs = AsyncRegisters(bus, spine.regmap)
     srcs = [AxiStreamSource(AxiStreamBus.from_prefix(dut, f"s_axis_{i}"), dut.clk, dut.rst) for i in range(n)]
     sinks = [AxiStreamSink(AxiStreamBus.from_prefix(dut, f"m_axis_{o}"), dut.clk, dut.rst) for o in range(n)]
