@@ -5,7 +5,6 @@
 """
 
 import json
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -221,5 +220,7 @@ def run(args):
         print(format_table(results))
         print(f"plot: {png}")
     if args.record:
-        _record(args, results, "gse " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+        # the command rebuilt from the run's parameters: output-only options (--png,
+        # --record, --no-progress, --jobs) are not part of what reproduces the figures
+        _record(args, results, None)
     return 0
