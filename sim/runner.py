@@ -4,7 +4,7 @@
 Verilog ``gse export`` writes), builds it once per parameter set in its own
 directory under ``build/sim`` (cached: Verilator skips identical inputs, make is
 incremental), and runs one cocotb test module against it. It is safe under
-``pytest -n auto``: a file lock serialises the export and build of each
+``pytest -n auto``: file locks serialise the export and the build of each
 directory, and every test run gets its own run directory and results file.
 
 Waveforms: set ``WAVES=1`` (``dump.vcd`` lands in the run directory).
@@ -289,8 +289,12 @@ def build_block(block, params=None, *, waves=False, build_args=(), cxx_opt=None,
     build_dir = _param_dir(spec.name, params, waves)
     if sim != "verilator":
         build_dir = build_dir.with_name(f"{build_dir.name}-{sim}")
+    # Two locks: the export's (which export_block takes too) and the build's, so a test
+    # that needs only the export (tests/platforms/test_export.py's lint) does not wait
+    # on another worker's Verilator build of the same block (minutes for the leaf).
     with _locked(build_dir.with_suffix(".lock")):
         v_path, _ = _cached_export(spec, params, build_dir)
+    with _locked(build_dir.with_suffix(".build.lock")):
         if cxx_opt is None:
             cxx_opt = _default_cxx_opt(v_path)
         with _cxx_opt(cxx_opt), _shared_runtime_objects(), _timed("build", spec.name, build_dir):
