@@ -4,7 +4,7 @@
 Verilog ``gse export`` writes), builds it once per parameter set in its own
 directory under ``build/sim`` (cached: Verilator skips identical inputs, make is
 incremental), and runs one cocotb test module against it. It is safe under
-``pytest -n auto``: a file lock serialises the export and build of each
+``pytest -n auto``: file locks serialise the export and the build of each
 directory, and every test run gets its own run directory and results file.
 
 Waveforms: set ``WAVES=1`` (``dump.vcd`` lands in the run directory).
@@ -25,6 +25,8 @@ pytest-timeout bounds the wall time of every pytest test (``pyproject.toml``).
 
 import fcntl
 import hashlib
+import resource
+import time
 import importlib
 import json
 import os
@@ -66,6 +68,43 @@ _COCOTB_ENTRY_POINTS = (
 )
 _LIMIT_ENTRY_POINT = "opengse.sim.runner:apply_sim_time_limit"
 _REGRESSION_ENTRY_POINT = "cocotb.regression:_run_regression"
+
+
+#: Where every export, build and cocotb run appends its seconds (one JSON line each:
+#: pytest test, block, phase, wall, CPU of this process and of its children), so a
+#: regression's CPU splits into export, build and run (docs/development.md). Set
+#: ``OPENGSE_TIMINGS=0`` to write nothing.
+TIMINGS_ENV = "OPENGSE_TIMINGS"
+
+
+@contextmanager
+def _timed(phase, block, build_dir):
+    """Time the body as ``phase`` of ``block`` into ``build/sim/timings.jsonl``."""
+    if os.environ.get(TIMINGS_ENV, "") == "0":
+        yield
+        return
+    wall, cpu = time.monotonic(), time.process_time()
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        yield
+    finally:
+        now = resource.getrusage(resource.RUSAGE_CHILDREN)
+        record = {
+            "test": os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0],
+            "block": block,
+            "dir": build_dir.name,
+            "phase": phase,
+            "wall": round(time.monotonic() - wall, 2),
+            "cpu": round(time.process_time() - cpu, 2),
+            "child_cpu": round(now.ru_utime + now.ru_stime - kids.ru_utime - kids.ru_stime, 2),
+        }
+        try:
+            path = BUILD_ROOT / "sim" / "timings.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a") as f:
+                f.write(json.dumps(record) + "\n")
+        except OSError:
+            pass
 
 
 @contextmanager
@@ -199,14 +238,15 @@ def _cached_export(spec, params, build_dir):
     stamp = build_dir / "export.stamp"
     digest = _source_digest(spec, params)
     if not (v_path.exists() and j_path.exists() and stamp.exists() and stamp.read_text() == digest):
-        v_path, j_path = write_export(
-            spec.build(**params),
-            spec.module,
-            params,
-            build_dir / "rtl",
-            description=spec.description,
-            keep_modules=spec.kept_modules(**params),
-        )
+        with _timed("export", spec.name, build_dir):
+            v_path, j_path = write_export(
+                spec.build(**params),
+                spec.module,
+                params,
+                build_dir / "rtl",
+                description=spec.description,
+                keep_modules=spec.kept_modules(**params),
+            )
         stamp.write_text(digest)
     return v_path, j_path
 
@@ -249,11 +289,15 @@ def build_block(block, params=None, *, waves=False, build_args=(), cxx_opt=None,
     build_dir = _param_dir(spec.name, params, waves)
     if sim != "verilator":
         build_dir = build_dir.with_name(f"{build_dir.name}-{sim}")
+    # Two locks: the export's (which export_block takes too) and the build's, so a test
+    # that needs only the export (tests/platforms/test_export.py's lint) does not wait
+    # on another worker's Verilator build of the same block (minutes for the leaf).
     with _locked(build_dir.with_suffix(".lock")):
         v_path, _ = _cached_export(spec, params, build_dir)
+    with _locked(build_dir.with_suffix(".build.lock")):
         if cxx_opt is None:
             cxx_opt = _default_cxx_opt(v_path)
-        with _cxx_opt(cxx_opt), _shared_runtime_objects():
+        with _cxx_opt(cxx_opt), _shared_runtime_objects(), _timed("build", spec.name, build_dir):
             if sim == "icarus":
                 runner = get_runner("icarus")
                 runner.build(
@@ -339,19 +383,20 @@ def run_cocotb(
     }
     env.update(extra_env or {})
     try:
-        xml = _run_test(
-            runner,
-            test_module=test_module,
-            hdl_toplevel=module,
-            testcase=testcase,
-            seed=seed,
-            build_dir=build_dir,
-            test_dir=run_dir,
-            results_xml=str(run_dir / "results.xml"),
-            extra_env=env,
-            waves=waves,
-            log_file=run_dir / "sim.log",
-        )
+        with _timed("run", getattr(block, "name", block), build_dir):
+            xml = _run_test(
+                runner,
+                test_module=test_module,
+                hdl_toplevel=module,
+                testcase=testcase,
+                seed=seed,
+                build_dir=build_dir,
+                test_dir=run_dir,
+                results_xml=str(run_dir / "results.xml"),
+                extra_env=env,
+                waves=waves,
+                log_file=run_dir / "sim.log",
+            )
     except SystemExit:  # the runner exits when a test fails; report it as a failure
         xml = run_dir / "results.xml"
     total, failed = get_results(Path(xml)) if Path(xml).exists() else (0, 0)

@@ -1,5 +1,8 @@
-"""cocotb test of a GSE leaf (gse_leaf_loop_tb: tests/tops/leaf_loop_top.py) whose
-uplinks loop back to its own fabric ports.
+"""cocotb test of a GSE leaf (the catalog's gse_leaf, ``gse export leaf``'s export)
+whose uplinks loop back to its own fabric ports: :class:`Loopback`, the bench's delay
+lines, returns uplink u's ``m_axis_fab_u`` on ``s_axis_fab_u`` and ``fab_pause_u`` on
+``fab_pause_in_u`` a fixed number of clocks later (the leaf's own ``delay``: the link
+it was built for).
 
 Host p sends scapy-built Ethernet II / IPv4 / UDP (RoCEv2 port) frames to host q of
 the same leaf, so every frame takes the whole GSE path: store, destination lookup,
@@ -18,6 +21,7 @@ unknown-MAC drops, no VOQ, reorder, store or egress drop). Every wait is bounded
 
 import os
 import random
+from collections import deque
 
 import cocotb
 from cocotb.clock import Clock
@@ -30,12 +34,13 @@ from scapy.packet import Raw
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from opengse.firmware.regs import AsyncRegisters, RegisterError
+from opengse.rtl.catalog import get_block
 from opengse.sim.axil_bus import AxilBus
 from opengse.sim.cocotb_util import random_pause, reset_dut, wait_until
 from opengse.sim.runner import test_params
 
-H = test_params().get("hosts", 4)
-U = test_params().get("uplinks", 4)
+H = test_params()["host_ports"]
+U = test_params()["uplinks"]
 SEED = int(os.environ.get("LEAF_LOOP_SEED", "0") or 0)
 
 
@@ -68,8 +73,6 @@ class RegConfig:
     random pauses on all five channels, the project's register driver)."""
 
     def __init__(self, dut, rng):
-        from leaf_loop_top import SPEC
-
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
         for ch in (
             self.axil.write_if.aw_channel,
@@ -79,9 +82,9 @@ class RegConfig:
             self.axil.read_if.r_channel,
         ):
             ch.set_pause_generator(random_pause(random.Random(rng.random()), 0.3))
-        top = SPEC.build(**test_params())  # constructed for its register map only
-        top._MustUse__silence = True
-        self.regmap = top.leaf.regmap
+        leaf = get_block("leaf").factory(**test_params())  # constructed for its register map only
+        leaf._MustUse__silence = True
+        self.regmap = leaf.regmap
         self.regs = AsyncRegisters(AxilBus(self.axil), self.regmap)
 
     async def setup(self, node_base, tcs, tenants, entries):
@@ -116,6 +119,51 @@ class RegConfig:
         return await self.regs.read(f"{part}.{sub}_{name}" if sub else f"{part}.{name}", index)
 
 
+class Loopback:
+    """The uplinks looped back to the leaf's own fabric ports: every clock, uplink u's
+    transmit beat (``m_axis_fab_u``, ``tready`` held 1) and ``fab_pause_u`` enter a
+    delay line of ``delay`` clocks that never back-pressures and come back on
+    ``s_axis_fab_u`` (whose ``tready`` the leaf holds at 1) and ``fab_pause_in_u``.
+    A beat the leaf sends at clock edge t is taken by it at edge t + ``delay``."""
+
+    FIELDS = ("tdata", "tkeep", "tlast", "tuser")
+
+    def __init__(self, dut, uplinks, delay):
+        assert delay >= 1, delay
+        self.dut, self.delay = dut, delay
+        self.links = []
+        for u in range(uplinks):
+            tx = [getattr(dut, f"m_axis_fab_{u}_{f}") for f in self.FIELDS]
+            rx = [getattr(dut, f"s_axis_fab_{u}_{f}") for f in self.FIELDS]
+            ends = (getattr(dut, f"m_axis_fab_{u}_tvalid"), tx, getattr(dut, f"s_axis_fab_{u}_tvalid"), rx)
+            self.links.append((*ends, getattr(dut, f"fab_pause_{u}"), getattr(dut, f"fab_pause_in_{u}")))
+            getattr(dut, f"m_axis_fab_{u}_tready").value = 1
+            ends[2].value = 0
+            self.links[-1][5].value = 0
+
+    async def run(self):
+        # Entry k of a line: what the link delivers k + 1 edges from now; None: no beat.
+        lines = [deque([(None, 0)] * (self.delay - 1)) for _ in self.links]
+        shown = [(None, 0)] * len(self.links)  # what each receiving end shows now
+        while True:
+            await RisingEdge(self.dut.clk)
+            for k, (tx_valid, tx, rx_valid, rx, pause, pause_in) in enumerate(self.links):
+                beat = tuple(int(s.value) for s in tx) if int(tx_valid.value) else None
+                lines[k].append((beat, int(pause.value)))
+                out = lines[k].popleft()
+                if out == shown[k]:
+                    continue
+                (beat, p), (was, was_p) = out, shown[k]
+                if beat is not None:
+                    for sig, v in zip(rx, beat):
+                        sig.value = v
+                if (beat is None) != (was is None):
+                    rx_valid.value = beat is not None
+                if p != was_p:
+                    pause_in.value = p
+                shown[k] = out
+
+
 class LeafBench:
     def __init__(self, dut, seed):
         self.dut, self.p = dut, test_params()
@@ -130,6 +178,7 @@ class LeafBench:
             for p in range(H)
         ]
         self.cfg = RegConfig(dut, self.rng)
+        cocotb.start_soon(Loopback(dut, U, self.p["delay"]).run())
         self.gse = self.p.get("lb", 0) == 0
         self.got = [[] for _ in range(H)]
         self.expect = [dict() for _ in range(H)]  # per sink: (src, flow) -> [frames in order]

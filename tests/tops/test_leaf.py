@@ -1,36 +1,68 @@
-"""GSELeaf (rtl/tops/leaf/) on Verilator: one leaf (small buffers), uplinks looped
-back to its own fabric ports (tests/tops/leaf_loop_top.py, tests/tops/cocotb_leaf_loop.py),
-configured and read over AXI4-Lite, in both modes.
+"""GSELeaf (rtl/tops/leaf/) on Verilator: the catalog's leaf (``gse export leaf``: 2 x 2,
+64 bit, small buffers) whose uplinks loop back to its own fabric ports through the
+bench's delay lines (tests/tops/cocotb_leaf_loop.py), configured and read over
+AXI4-Lite, in both modes.
 
-The leaf is a large design: each run exports it (minutes of elaboration and Yosys; the
-export is cached with the build) and builds it (Verilator, C++ at -O0 to keep the build
-short). The default regression runs a 2 x 2 leaf in GSE mode, the product's mode; the
-4 x 4 leaf in both modes and the 2 x 2 ECMP leaf run under ``make test-slow``.
+The leaf is a large design: its export takes minutes of elaboration and Yosys and its
+build (Verilator, C++ at -O0) about a minute more. The default regression's leaf tests
+share one of each: this loopback, ``test_leaf_regs.py`` and the export lint of
+``tests/platforms/test_export.py`` all use the catalog leaf at its defaults
+(``build/sim/leaf-...``), the loopback needing no wrapper of its own. The 2 x 2 ECMP
+leaf and the 4 x 4 leaf in both modes (builds of their own, with :data:`LOOP_PARAMS`)
+run under ``make test-slow``.
 """
 
-import pytest
-from leaf_loop_top import SPEC
+import dataclasses
 
+import pytest
+
+from opengse.rtl.catalog import get_block
 from opengse.sim.runner import run_cocotb
 
+#: Verilator's arguments of every build of the catalog leaf (test_leaf_regs.py's too:
+#: the same arguments, the same build).
+BUILD_ARGS = ("--output-split", "0")
 
-def _run(params):
-    run_cocotb(SPEC, params, "cocotb_leaf_loop", build_args=("--output-split", "0"), cxx_opt="-O0")
+
+#: The slow runs' leaf: 4 nodes, reorder windows of 4, 8 KB stores, 8-clock links and
+#: shorter refresh, idle and lease times than the catalog's (the configuration these
+#: runs had as a test-only top of their own).
+LOOP_PARAMS = {
+    "nodes": 4,
+    "reorder_window": 4,
+    "delay": 8,
+    "host_store_bytes": 8192,
+    "fab_store_bytes": 8192,
+    "reorder_timeout": 2048,
+    "probe_interval": 256,
+    "refresh_cycles": 2048,
+    "idle_cycles": 4096,
+    "lease_cycles": 4096,
+}
+#: The catalog leaf with those defaults (refresh, idle and lease times are GSELeaf
+#: arguments the catalog leaves at theirs).
+LOOP = dataclasses.replace(
+    get_block("leaf"), name="leaf_loop", params={**get_block("leaf").params, **LOOP_PARAMS}
+)
+
+
+def run_leaf(spec, params, module):
+    run_cocotb(spec, params, module, build_args=BUILD_ARGS, cxx_opt="-O0")
 
 
 @pytest.mark.timeout(3600)
 def test_leaf_gse_loopback_2x2():
-    _run({"lb": 0, "hosts": 2, "uplinks": 2})
+    run_leaf("leaf", None, "cocotb_leaf_loop")
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_leaf_ecmp_loopback_2x2():
-    _run({"lb": 1, "hosts": 2, "uplinks": 2})
+    run_leaf(LOOP, {"lb": 1}, "cocotb_leaf_loop")
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize("lb", [0, 1], ids=["gse", "ecmp"])
 def test_leaf_loopback_4x4(lb):
-    _run({"lb": lb})
+    run_leaf(LOOP, {"lb": lb, "host_ports": 4, "uplinks": 4}, "cocotb_leaf_loop")
