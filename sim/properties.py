@@ -7,6 +7,8 @@ module registers every property. See docs/formal.md.
 
 from .formal import (
     arbiter,
+    container_framing,
+    control_demux,
     control_frames,
     link_monitor,
     manager,
@@ -37,4 +39,6 @@ PROPERTY_MODULES = (
     spine,
     regs,
     stream_blocks,
+    container_framing,
+    control_demux,
 )
