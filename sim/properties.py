@@ -11,6 +11,7 @@ from .formal import (
     control_demux,
     control_frames,
     ecmp_selector,
+    link,
     link_monitor,
     manager,
     parser,
@@ -47,4 +48,5 @@ PROPERTY_MODULES = (
     pause_gate,
     pause_fifo,
     ecmp_selector,
+    link,
 )

@@ -9,7 +9,9 @@ and not taken in the last clock, and asserts every clock:
 * inside a frame the gate is open: ``m_axis_tvalid`` = ``s_axis_tvalid`` and
   ``s_axis_tready`` = ``m_axis_tready`` whatever ``pause`` does (a frame is never cut);
 * with ``pause`` = 0 the gate is open (it holds data only when paused);
-* a first beat that was not offered before does not leave in a clock with ``pause`` = 1;
+* a first beat that was not offered before does not leave in a clock with ``pause`` = 1
+  (one that was offered does: ``strict=True`` claims otherwise and is refuted, so the
+  AXI exception is real);
 * ``m_axis`` keeps the valid/ready rule (a beat once offered stays, unchanged);
 * ``stat_pause_cycles`` grows by one exactly in the clock after one with ``pause`` = 1.
 
@@ -29,11 +31,11 @@ __all__ = ["GateRules"]
 
 
 class GateRules(Elaboratable):
-    def __init__(self, cover=False, data_width=64, honour_offer=True):
+    def __init__(self, cover=False, data_width=64, honour_offer=True, strict=False):
         from opengse.rtl.lib.pause_gate import PauseGate
 
         self.dut = PauseGate(data_width=data_width)
-        self.cover, self.honour_offer = cover, honour_offer
+        self.cover, self.honour_offer, self.strict = cover, honour_offer, strict
 
     def elaborate(self, platform):
         m = Module()
@@ -58,7 +60,8 @@ class GateRules(Elaboratable):
                 Assert(o.valid == s.valid, "gate closed inside a frame, or while not paused"),
                 Assert(s.ready == o.ready, "gate closed inside a frame, or while not paused"),
             ]
-        with m.If(pause & ~in_frame & ~offered):
+        # strict (refuted): also a first beat offered before pause rose would wait
+        with m.If(pause & ~in_frame & (1 if self.strict else ~offered)):
             m.d.comb += Assert(~o.valid, "a frame started in a paused clock")
         assert_stream_rules(m, o, "m_axis")
         started = Signal(name="started")
