@@ -98,3 +98,10 @@ def test_control_demux_routes_by_type():
     from opengse.sim.formal.control_demux import DemuxRoutes
 
     _refuted(DemuxRoutes(req_type=3), 3, "control_demux_probe_as_request")
+
+
+def test_fabric_link_delay_is_exact():
+    """A wrapper expecting the beats of a 2-clock link one clock early finds them late."""
+    from opengse.sim.formal.link import LinkWire
+
+    _refuted(LinkWire(delay=2, lag=1), 4, "fabric_link_lag_1")
