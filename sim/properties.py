@@ -23,6 +23,7 @@ from .formal import (
     sprayer,
     stream_blocks,
     tagging,
+    traffic_check,
     voq,
 )
 from .formal.registry import PROPERTIES, Property, inputs_of, register, run_property
@@ -49,4 +50,5 @@ PROPERTY_MODULES = (
     pause_fifo,
     ecmp_selector,
     link,
+    traffic_check,
 )
