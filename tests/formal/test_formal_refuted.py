@@ -105,3 +105,10 @@ def test_fabric_link_delay_is_exact():
     from opengse.sim.formal.link import LinkWire
 
     _refuted(LinkWire(delay=2, lag=1), 4, "fabric_link_lag_1")
+
+
+def test_traffic_check_outcome_comes_late():
+    """A wrapper expecting every outcome 4 clocks after the last frame finds it later."""
+    from opengse.sim.formal.traffic_check import CheckerCounts
+
+    _refuted(CheckerCounts(quiet=4), 16, "traffic_check_quiet_4")
