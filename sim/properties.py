@@ -24,6 +24,7 @@ from .formal import (
     stream_blocks,
     tagging,
     traffic_check,
+    traffic_gen,
     voq,
 )
 from .formal.registry import PROPERTIES, Property, inputs_of, register, run_property
@@ -51,4 +52,5 @@ PROPERTY_MODULES = (
     ecmp_selector,
     link,
     traffic_check,
+    traffic_gen,
 )

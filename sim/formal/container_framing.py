@@ -28,8 +28,8 @@ been taken) and assumes the neighbours' order:
   (taken at ``s_rel``, its report not yet passed ``s_done``) (the manager);
 * reports come in release order, each naming its release's queue, ``pkts`` = 0 exactly
   for the empty ones, a non-empty one only after its last descriptor was taken (the
-  leaf's sprayer takes a descriptor no later than its packet's first beat, and the VOQ
-  reports after the release's last beat);
+  VOQ reports after the release's last beat has left; that the sprayer took every
+  descriptor by then is the leaf's wiring, assumed here, not checked);
 * a descriptor is offered only for the oldest outstanding release that is neither
   empty nor finished, with that release's queue (the VOQ).
 

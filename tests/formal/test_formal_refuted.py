@@ -112,3 +112,21 @@ def test_traffic_check_outcome_comes_late():
     from opengse.sim.formal.traffic_check import CheckerCounts
 
     _refuted(CheckerCounts(quiet=4), 16, "traffic_check_quiet_4")
+
+
+def test_traffic_gen_frame_runs_credit_below_zero():
+    """Without one frame's slack the window bound fails: a frame started on a
+    non-negative credit goes out whole."""
+    from opengse.sim.formal.traffic_gen import GenRate
+
+    top = GenRate(slack_beats=0)
+    res = prove(
+        top,
+        ports=inputs_of(top.dut) + [top.mark],
+        depth=16,
+        mode="bmc",
+        check=False,
+        workdir=BUILD_ROOT / "formal" / "refuted-traffic_gen_no_slack",
+        engine="smtbmc yices",
+    )
+    assert res.status == "FAIL", f"expected a counterexample, got {res.status}\n{res.tail()}"

@@ -28,6 +28,9 @@ BLOCKS = {
     "pause_gate",
     "pause_fifo",
     "ecmp_selector",
+    "fabric_link",
+    "traffic_check",
+    "traffic_gen",
 }
 
 
