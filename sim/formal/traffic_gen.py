@@ -18,7 +18,7 @@ from then the wrapper counts clocks ``w`` and beats sent ``b`` and asserts every
 
 BMC: the frame builder, the preparation pipeline and the token register are not visible
 at the ports. Depth 18: the reset sweep (2 clocks), a preparation (5) and a whole frame
-(``--all``: 45 s here; depth 24, two frames, did not finish in 400 s).
+(``--all``: 45-90 s here; depth 24, two frames, did not finish in 400 s).
 """
 
 from amaranth.hdl import Assert, Assume, Cover, Elaboratable, Module, ResetSignal, Signal
