@@ -115,9 +115,7 @@ class FramingInContext(Elaboratable):
         # last descriptor, push at a release (after the pop)
         nv, nq, nd, ne, nx = list(v), list(q), list(dst), list(empty), list(ended)
         nx = [nx[i] | (desc_end & cur[i]) for i in range(n)]
-        shifted = [
-            tuple(lst[i + 1] if i + 1 < n else 0 for i in range(n)) for lst in (nv, nq, nd, ne, nx)
-        ]
+        shifted = [tuple(lst[i + 1] if i + 1 < n else 0 for i in range(n)) for lst in (nv, nq, nd, ne, nx)]
         with m.If(rep_fire):
             for i in range(n):
                 m.d.sync += [

@@ -77,7 +77,11 @@ class DemuxRoutes(Elaboratable):
         fire = s.valid & s.ready
         started = Signal(name="started")
         m.d.sync += started.eq(1)
-        for stat, kind in ((dut.stat_requests, is_req), (dut.stat_grants, is_grant), (dut.stat_drop_type, other)):
+        for stat, kind in (
+            (dut.stat_requests, is_req),
+            (dut.stat_grants, is_grant),
+            (dut.stat_drop_type, other),
+        ):
             prev = Signal(32, name=f"{stat.name}_prev")
             took = Signal(name=f"{stat.name}_took")
             m.d.sync += [prev.eq(stat), took.eq(fire & kind)]
@@ -87,7 +91,11 @@ class DemuxRoutes(Elaboratable):
         assert_stream_rules(m, grant, "m_grant")
         if self.cover:
             m.d.comb += Cover(
-                (dut.stat_requests != 0) & (dut.stat_grants != 0) & (dut.stat_drop_type != 0) & req.valid & ~req.ready
+                (dut.stat_requests != 0)
+                & (dut.stat_grants != 0)
+                & (dut.stat_drop_type != 0)
+                & req.valid
+                & ~req.ready
             )
         return m
 

@@ -88,7 +88,10 @@ class EcmpRules(Elaboratable):
             od = o.payload.data
             with m.If(o.valid):
                 m.d.comb += [
-                    Assert(od.word_select(SEQ_BYTE, 8) == n_out, f"m_axis_{u}: a beat lost, repeated or reordered"),
+                    Assert(
+                        od.word_select(SEQ_BYTE, 8) == n_out,
+                        f"m_axis_{u}: a beat lost, repeated or reordered",
+                    ),
                     Assert(od.word_select(LAST_BYTE, 8) == o.payload.last, f"m_axis_{u}: last moved"),
                 ]
                 with m.If(~first_out):

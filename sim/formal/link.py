@@ -119,8 +119,9 @@ WIRE = register(
         name="fabric_link_wire",
         block="fabric_link",
         asserts="s_axis_tready 1; pause_out = pause_in delay clocks before; with fail 0 every beat arrives "
-        "delay clocks later unchanged (but the rest of a cut frame) and nothing else; with fail free, a delivered beat is the one sent "
-        "delay clocks before or a close (tlast, tuser), frames at the receiver whole or closed bad, the "
+        "delay clocks later unchanged (but the rest of a cut frame) and nothing else; with fail free, "
+        "a delivered beat is the one sent delay clocks before or a close (tlast, tuser), frames at the "
+        "receiver whole or closed bad, the "
         "close exactly in the first failed clock (64-bit, delay 2: register chain)",
         assumptions="rst low after reset; input tuser bit 0 = 0 (to tell a close); beats, tlast, fail, "
         "pause_in and m_axis_tready free",

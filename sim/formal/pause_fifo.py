@@ -138,4 +138,6 @@ DEEP = register(
         bounded_why="as pause_fifo_headroom; depth 16 also drains the full store",
     )
 )
-register_reach(HEAD, "the full store (7 beats + the slice) after the whole headroom, the output moving", depth=16)
+register_reach(
+    HEAD, "the full store (7 beats + the slice) after the whole headroom, the output moving", depth=16
+)

@@ -50,8 +50,17 @@ class GenRate(Elaboratable):
         m.d.comb += Assume(~ResetSignal())
         started = Signal(name="started")
         m.d.sync += started.eq(1)
-        for sig in (dut.rate, dut.frame_min, dut.frame_max, dut.flows, dut.random, dut.host, dut.tenant,
-                    dut.tc, dut.seed):
+        for sig in (
+            dut.rate,
+            dut.frame_min,
+            dut.frame_max,
+            dut.flows,
+            dut.random,
+            dut.host,
+            dut.tenant,
+            dut.tc,
+            dut.seed,
+        ):
             prev = Signal.like(sig, name=f"{sig.name}_prev")
             m.d.sync += prev.eq(sig)
             with m.If(started):
