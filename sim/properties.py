@@ -7,16 +7,24 @@ module registers every property. See docs/formal.md.
 
 from .formal import (
     arbiter,
+    container_framing,
+    control_demux,
     control_frames,
+    ecmp_selector,
+    link,
     link_monitor,
     manager,
     parser,
+    pause_fifo,
+    pause_gate,
     regs,
     reorder,
     spine,
     sprayer,
     stream_blocks,
     tagging,
+    traffic_check,
+    traffic_gen,
     voq,
 )
 from .formal.registry import PROPERTIES, Property, inputs_of, register, run_property
@@ -37,4 +45,12 @@ PROPERTY_MODULES = (
     spine,
     regs,
     stream_blocks,
+    container_framing,
+    control_demux,
+    pause_gate,
+    pause_fifo,
+    ecmp_selector,
+    link,
+    traffic_check,
+    traffic_gen,
 )

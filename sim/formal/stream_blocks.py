@@ -26,8 +26,9 @@ seen to come out whole from one input.
 * ``container_framing_stream_rules``: output rules on ``m_deq`` and ``m_done``.
   Not on ``m_meta``: its ``valid`` can drop while stalled (found by this wrapper: a
   descriptor on offer, then the head release's report says it sent nothing, so the
-  head is skipped and the descriptor now belongs to the next release; whether the VOQ
-  buffer can produce that order is not checked here, see docs/formal.md).
+  head is skipped and the descriptor now belongs to the next release). The VOQ buffer
+  and the DGSQ manager never produce that order: sim/formal/container_framing.py
+  proves the rule on ``m_meta`` under their rules (docs/formal.md).
 * ``grant_framing_stream_rules``: output rule on ``m_ctl`` (``node_id`` and ``port``
   held, as configuration is).
 """
@@ -333,7 +334,8 @@ CF = register(
         name="container_framing_stream_rules",
         block="container_framing",
         asserts=f"m_deq and m_done: {_RULE} (queue_bits 2, credit_bits 4, depth 2); unbounded "
-        "(not m_meta: its valid can drop while stalled, see docs/formal.md)",
+        "(not m_meta: with free inputs its valid can drop while stalled; in context see "
+        "container_framing_meta_in_context)",
         assumptions="rst low after reset; s_rel, s_done and s_desc follow the valid/ready rule; "
         "their contents, every ready and every other input free",
         mode="prove",

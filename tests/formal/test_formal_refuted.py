@@ -51,9 +51,82 @@ def test_skid_occupancy_bound_is_tight():
 
 
 def test_container_framing_meta_can_withdraw():
-    """The output rule on ``m_meta`` too: a descriptor on offer is withdrawn when the
-    head release's report says it was empty (docs/formal.md, Things the properties
-    found)."""
+    """With every input free the output rule on ``m_meta`` fails: a descriptor on offer
+    is withdrawn when the head release's report says it was empty. The VOQ buffer and
+    the manager never produce that order (sim/formal/container_framing.py), so the
+    rule holds in context (``container_framing_meta_in_context``)."""
     from opengse.sim.formal.stream_blocks import OutputRules, _container_framing
 
     _refuted(OutputRules(_container_framing), 6, "container_framing_meta")
+
+
+def test_container_framing_needs_the_manager_rule():
+    """In context but with two releases of one queue out at once (the manager never
+    does it) the withdrawal comes back: the in-context property rests on that rule."""
+    from opengse.sim.formal.container_framing import FramingInContext
+
+    top = FramingInContext(manager_rule=False)
+    res = prove(
+        top,
+        ports=inputs_of(top.dut) + [top.will_be_empty],
+        depth=6,
+        mode="bmc",
+        check=False,
+        workdir=BUILD_ROOT / "formal" / "refuted-container_framing_two_per_queue",
+        engine="smtbmc yices",
+    )
+    assert res.status == "FAIL", f"expected a counterexample, got {res.status}\n{res.tail()}"
+
+
+def test_pause_fifo_headroom_is_tight():
+    """One beat more than the headroom while paused overflows the store."""
+    from opengse.sim.formal.pause_fifo import HEADROOM, FifoHeadroom
+
+    _refuted(FifoHeadroom(headroom=HEADROOM + 1), 12, "pause_fifo_headroom_plus_1")
+
+
+def test_pause_gate_lets_an_offered_beat_go():
+    """A first beat offered before pause rose is not withdrawn (AXI): a wrapper claiming
+    the gate holds every first beat while paused is refuted."""
+    from opengse.sim.formal.pause_gate import GateRules
+
+    _refuted(GateRules(strict=True), 6, "pause_gate_strict")
+
+
+def test_control_demux_routes_by_type():
+    """A wrapper expecting PROBEs (type 3) on m_req finds them dropped."""
+    from opengse.sim.formal.control_demux import DemuxRoutes
+
+    _refuted(DemuxRoutes(req_type=3), 3, "control_demux_probe_as_request")
+
+
+def test_fabric_link_delay_is_exact():
+    """A wrapper expecting the beats of a 2-clock link one clock early finds them late."""
+    from opengse.sim.formal.link import LinkWire
+
+    _refuted(LinkWire(delay=2, lag=1), 4, "fabric_link_lag_1")
+
+
+def test_traffic_check_outcome_comes_late():
+    """A wrapper expecting every outcome 4 clocks after the last frame finds it later."""
+    from opengse.sim.formal.traffic_check import CheckerCounts
+
+    _refuted(CheckerCounts(quiet=4), 16, "traffic_check_quiet_4")
+
+
+def test_traffic_gen_frame_runs_credit_below_zero():
+    """Without one frame's slack the window bound fails: a frame started on a
+    non-negative credit goes out whole."""
+    from opengse.sim.formal.traffic_gen import GenRate
+
+    top = GenRate(slack_beats=0)
+    res = prove(
+        top,
+        ports=inputs_of(top.dut) + [top.mark],
+        depth=16,
+        mode="bmc",
+        check=False,
+        workdir=BUILD_ROOT / "formal" / "refuted-traffic_gen_no_slack",
+        engine="smtbmc yices",
+    )
+    assert res.status == "FAIL", f"expected a counterexample, got {res.status}\n{res.tail()}"

@@ -19,6 +19,18 @@ BLOCKS = {
     "reorder",
     "spine",
     "register_bank",
+    "skid_buffer",
+    "packet_mux",
+    "packet_demux",
+    "container_framing",
+    "grant_framing",
+    "control_demux",
+    "pause_gate",
+    "pause_fifo",
+    "ecmp_selector",
+    "fabric_link",
+    "traffic_check",
+    "traffic_gen",
 }
 
 
