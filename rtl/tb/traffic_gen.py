@@ -343,11 +343,59 @@ class TrafficGenerator(wiring.Component):
                 self.stat_bytes.eq(self.stat_bytes + cur["size"]),
             ]
 
-        # the 60 header bytes (traffic_model's byte map)
-        host, dst, seq, size = self.host, cur["dst"], cur["seq"], cur["size"]
+        # The beat's data is a register, loaded one beat ahead: with the first beat's
+        # word when a frame starts, and with beat ``b + 1``'s word when beat ``b`` is
+        # taken. So ``tdata`` comes from a flip-flop and not through the header-byte
+        # select from ``beat`` (that path, into the next block's FIFO RAM, limited the
+        # Colorlight self-test's core clock to 112.5 MHz). The first beat (at most 8
+        # bytes: the DA and the SA's first two) depends only on the destination, taken
+        # from the prepared frame. The length fields and the check word are registers
+        # too, computed each clock from the current frame's registers: they are stable
+        # from the second clock after the start, before any beat that carries them is
+        # selected (bytes 16 and up: beat 2 or later at 64 bits).
+        size = cur["size"]
+        ip_len, udp_len, check_r = Signal(16), Signal(16), Signal(16)
+        check = Const(CHECK_KEY, 16) ^ size ^ self.host ^ cur["flow"] ^ cur["seq"][16:] ^ cur["seq"][:16]
+        check = check ^ ts[16:] ^ ts[:16] ^ tenant_word ^ cur["dst"]
+        m.d.sync += [ip_len.eq(size - 14), udp_len.eq(size - 34), check_r.eq(check)]
+        header_beats = -(-HEADER_BYTES // lanes)
+        data_word = Signal(self.data_width)
+        first = self._header(nxt["dst"], cur, ts, tenant_word, ip_len, udp_len, check_r)
+        hdr = self._header(cur["dst"], cur, ts, tenant_word, ip_len, udp_len, check_r)
+        seq = cur["seq"]
+
+        def word(b):  # the data of beat ``b`` (< header_beats) of the current frame
+            return Cat(
+                *[
+                    hdr[i] if i < HEADER_BYTES else (seq[:8] + i)[:8]
+                    for i in range(b * lanes, (b + 1) * lanes)
+                ]
+            )
+
+        with m.If(start):
+            m.d.sync += data_word.eq(Cat(*first[:lanes]))
+        with m.Elif(fire & ~is_last):
+            with m.Switch(beat):  # beat + 1's word
+                for b in range(header_beats - 1):
+                    with m.Case(b):
+                        m.d.sync += data_word.eq(word(b + 1))
+                with m.Default():
+                    m.d.sync += data_word.eq(
+                        Cat(*[(pos[:8] + seq[:8] + lanes + n)[:8] for n in range(lanes)])
+                    )
+        m.d.comb += [
+            o.valid.eq(active),
+            o.payload.data.eq(data_word),
+            o.payload.keep.eq(Mux(is_last, cur["keep"], (1 << lanes) - 1)),
+            o.payload.last.eq(is_last),
+            o.payload.user.eq(0),
+        ]
+
+    def _header(self, dst, cur, ts, tenant_word, ip_len, udp_len, check):
+        """The 60 header bytes (traffic_model's byte map) of the frame in ``cur`` going
+        to ``dst``, with its IPv4 and UDP lengths and its check word."""
+        host, seq = self.host, cur["seq"]
         mac = [Const(2, 8)] + [Const(0, 8)] * 4
-        check = Const(CHECK_KEY, 16) ^ size ^ host ^ cur["flow"] ^ seq[16:] ^ seq[:16]
-        check = check ^ ts[16:] ^ ts[:16] ^ tenant_word ^ dst
         c8 = lambda v: Const(v, 8)  # noqa: E731
         hdr = (
             mac
@@ -356,13 +404,13 @@ class TrafficGenerator(wiring.Component):
             + [host]
             + [c8(0x08), c8(0x00)]
             + [c8(0x45), Cat(Const(0, 5), self.tc)]
-            + be_bytes((size - 14)[:16], 2)
+            + be_bytes(ip_len, 2)
             + [c8(0), c8(0), c8(0x40), c8(0), c8(64), c8(17)]
             + be_bytes(cur["csum"], 2)
             + [c8(10), c8(0), c8(0), host, c8(10), c8(0), c8(0), dst]
             + be_bytes(cur["sport"], 2)
             + be_bytes(Const(ROCE_PORT, 16), 2)
-            + be_bytes((size - 34)[:16], 2)
+            + be_bytes(udp_len, 2)
             + [c8(0), c8(0)]
             + [c8(0), host]
             + be_bytes(Cat(cur["flow"], Const(0, 8)), 2)
@@ -373,25 +421,7 @@ class TrafficGenerator(wiring.Component):
             + be_bytes(check, 2)
         )
         assert len(hdr) == HEADER_BYTES and all(len(Value.cast(b)) == 8 for b in hdr)
-        header_beats = -(-HEADER_BYTES // lanes)
-        data_word = Signal(self.data_width)
-        with m.Switch(beat):
-            for b in range(header_beats):
-                with m.Case(b):
-                    lanes_b = []
-                    for n in range(lanes):
-                        i = b * lanes + n
-                        lanes_b.append(hdr[i] if i < HEADER_BYTES else (seq[:8] + i)[:8])
-                    m.d.comb += data_word.eq(Cat(*lanes_b))
-            with m.Default():
-                m.d.comb += data_word.eq(Cat(*[(pos[:8] + seq[:8] + n)[:8] for n in range(lanes)]))
-        m.d.comb += [
-            o.valid.eq(active),
-            o.payload.data.eq(data_word),
-            o.payload.keep.eq(Mux(is_last, cur["keep"], (1 << lanes) - 1)),
-            o.payload.last.eq(is_last),
-            o.payload.user.eq(0),
-        ]
+        return hdr
 
 
 EXPORTS = [
