@@ -316,27 +316,45 @@ class TrafficGenerator(wiring.Component):
         # away between frames (0.9 % of rate 0.7 with 60..200-byte frames, measured).
         # reset-less: they follow ``rate`` through reset, so the first clock after it
         # already earns ``rate``, as the unregistered form did.
+        # The two clamp flags (earned > BUCKET after an idle clock / after a beat) are
+        # registers themselves, computed one clock ahead: the next clock's tokens are
+        # BUCKET, tokens + cost or tokens + rate, so its flags are BUCKET's (constants of
+        # rate) or compares of today's tokens against four thresholds of rate
+        # (``tokens + cost > over[0]``  <=>  ``tokens > over[0] - cost``, ...). So the
+        # update of ``tokens`` takes its clamp from flip-flops, and each 36-bit compare
+        # feeds only a flag (the compare in series with the clamp select into the
+        # ``tokens`` register held the core clock to 104.7 MHz at d851172).
         rate_r = Signal(len(self.rate), reset_less=True)
         cost = Signal(signed(19), reset_less=True)  # rate - RATE_ONE
-        over = [Signal(signed(19), name=f"tokens_over{n}", reset_less=True) for n in range(2)]
+        th = [Signal(signed(21), name=f"tokens_th{n}", reset_less=True) for n in range(4)]
+        full = [Signal(name=f"tokens_full{n}", reset_less=True) for n in range(2)]
+        over = (BUCKET - self.rate, BUCKET + RATE_ONE - self.rate)
         m.d.sync += [
             rate_r.eq(self.rate),
             cost.eq(self.rate - RATE_ONE),
-            over[0].eq(BUCKET - self.rate),
-            over[1].eq(BUCKET + RATE_ONE - self.rate),
+            th[0].eq(over[0] - (self.rate - RATE_ONE)),  # after a beat, the idle flag
+            th[1].eq(over[1] - (self.rate - RATE_ONE)),  # after a beat, the beat flag
+            th[2].eq(over[0] - self.rate),  # after an idle clock, the idle flag
+            th[3].eq(over[1] - self.rate),  # after an idle clock, the beat flag
+            full[0].eq(self.rate > 0),  # BUCKET > over[0]
+            full[1].eq(self.rate > RATE_ONE),  # BUCKET > over[1]
         ]
-        idle_sum, beat_sum = Signal(signed(36)), Signal(signed(36))
-        idle_clamp, beat_clamp = Signal(), Signal()
-        m.d.comb += [
-            idle_sum.eq(tokens + rate_r),
-            beat_sum.eq(tokens + cost),
-            idle_clamp.eq(tokens > over[0]),
-            beat_clamp.eq(tokens > over[1]),
-        ]
-        with m.If(Mux(fire, beat_clamp, idle_clamp)):
-            m.d.sync += tokens.eq(BUCKET)
+        idle_clamp, beat_clamp = Signal(), Signal()  # tokens > over[0], tokens > over[1]
+        clamp = Mux(fire, beat_clamp, idle_clamp)
+        with m.If(clamp):
+            m.d.sync += [tokens.eq(BUCKET), idle_clamp.eq(full[0]), beat_clamp.eq(full[1])]
+        with m.Elif(fire):
+            m.d.sync += [
+                tokens.eq(tokens + cost),
+                idle_clamp.eq(tokens > th[0]),
+                beat_clamp.eq(tokens > th[1]),
+            ]
         with m.Else():
-            m.d.sync += tokens.eq(Mux(fire, beat_sum, idle_sum))
+            m.d.sync += [
+                tokens.eq(tokens + rate_r),
+                idle_clamp.eq(tokens > th[2]),
+                beat_clamp.eq(tokens > th[3]),
+            ]
 
         with m.If(start):
             m.d.sync += [cur[n].eq(nxt[n]) for n in cur]
