@@ -203,7 +203,8 @@ def test_colorlight_selftest_builds(colorlight_selftest):
 @pytest.mark.xfail(
     strict=True,
     reason="core clock 111.7 MHz of 125 on the -6 25F (seed 1, f41743d): the "
-    "TrafficGenerator's header select into its data register, 6.85 ns of it routing (docs/boards.md, Figures)",
+    "TrafficGenerator's header select into its data register, 6.85 ns of it routing "
+    "(docs/boards.md, Figures)",
 )
 def test_colorlight_selftest_meets_timing(colorlight_selftest):
     assert colorlight_selftest.timing_met, "\n".join(colorlight_selftest.lines())
