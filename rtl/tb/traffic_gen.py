@@ -308,9 +308,9 @@ class TrafficGenerator(wiring.Component):
             m.d.sync += self.stat_paused.eq(self.stat_paused + 1)
         # tokens' = min(tokens + rate - (fire ? RATE_ONE : 0), BUCKET), still every clock,
         # but no carry chain feeds another: rate is registered with its derived constants
-        # (static during a run), the two sums and the two clamp compares
-        # (earned > BUCKET  <=>  tokens > BUCKET - rate + spent) each read the tokens
-        # register directly, and ``fire`` only selects among their results. BUCKET is two
+        # (static during a run), the two sums read the tokens register directly, the
+        # clamp (earned > BUCKET) comes from two flag registers (below), and ``fire``
+        # only selects among their results. BUCKET is two
         # clocks' credit: a frame starts on a credit of up to one ``rate`` and its start
         # clock (no beat yet) earns another, so a bucket of one clock would throw credit
         # away between frames (0.9 % of rate 0.7 with 60..200-byte frames, measured).
