@@ -72,9 +72,10 @@ class TrafficGenerator(wiring.Component):
     Interface
     ---------
     ``m_axis`` : ``Out(AXIStreamSignature(data_width))``
-        Frames (Ethernet II, no FCS), ``tuser`` always 0. Obeys ``tready``; with
-        ``tready`` high and ``rate`` full, one beat per clock and no bubble between
-        frames.
+        Frames (Ethernet II, no FCS), ``tuser`` always 0. ``tvalid``, ``tdata`` and
+        ``tlast`` are registers (``tdata`` loaded one beat ahead), ``tkeep`` one mux of
+        registers. Obeys ``tready``; with ``tready`` high and ``rate`` full, one beat
+        per clock and no bubble between frames.
     ``s_dst`` : ``In(stream.Signature(dst_write_layout(max_flows)))``
         Destination table writes: flow ``index`` goes to host ``dst`` and its sequence
         number restarts at 0. Ready while ``enable`` is 0 (after the reset sweep of
@@ -188,14 +189,21 @@ class TrafficGenerator(wiring.Component):
         with m.Elif(trigger):
             m.d.sync += [rng.eq(r_next), fresh.eq(0)]
 
+        # The two draws' products, registered every clock: rng changes only at a
+        # trigger (or follows the static seed), and the next trigger is at least 5
+        # clocks later, so at a trigger they are the products of the current rng. This
+        # keeps the multipliers (DSP blocks, about 4 ns) out of the adder and the mux
+        # behind them (rng -> multiply -> lo + ... -> size_a limited the Colorlight
+        # self-test's core clock to 106.5 MHz).
+        flow_draw, size_draw = Signal(8), Signal(14)
+        m.d.sync += [
+            flow_draw.eq(((rng[16:32] * flows) >> 16)[:8]),
+            size_draw.eq(((rng[:16] * span) >> 16)[:14]),
+        ]
         f_a, size_a = Signal(8), Signal(14)  # stage A: the flow and size drawn
         with m.If(trigger):
-            pick = Mux(self.random, ((rng[16:32] * flows) >> 16)[:8], rr)
-            m.d.sync += [
-                f_a.eq(pick),
-                size_a.eq(lo + ((rng[:16] * span) >> 16)[:14]),
-                rr.eq(Mux(rr + 1 >= flows, 0, rr + 1)),
-            ]
+            pick = Mux(self.random, flow_draw, rr)
+            m.d.sync += [f_a.eq(pick), size_a.eq(lo + size_draw), rr.eq(Mux(rr + 1 >= flows, 0, rr + 1))]
         m.d.sync += [pa.eq(trigger), pb.eq(pa), pc.eq(pb), pd.eq(pc)]
         m.d.comb += table.r0_addr.eq(f_a)  # read in A's clock + 1 (stage B has the data)
 
@@ -300,35 +308,53 @@ class TrafficGenerator(wiring.Component):
             m.d.sync += self.stat_paused.eq(self.stat_paused + 1)
         # tokens' = min(tokens + rate - (fire ? RATE_ONE : 0), BUCKET), still every clock,
         # but no carry chain feeds another: rate is registered with its derived constants
-        # (static during a run), the two sums and the two clamp compares
-        # (earned > BUCKET  <=>  tokens > BUCKET - rate + spent) each read the tokens
-        # register directly, and ``fire`` only selects among their results. BUCKET is two
+        # (static during a run), the two sums read the tokens register directly, the
+        # clamp (earned > BUCKET) comes from two flag registers (below), and ``fire``
+        # only selects among their results. BUCKET is two
         # clocks' credit: a frame starts on a credit of up to one ``rate`` and its start
         # clock (no beat yet) earns another, so a bucket of one clock would throw credit
         # away between frames (0.9 % of rate 0.7 with 60..200-byte frames, measured).
         # reset-less: they follow ``rate`` through reset, so the first clock after it
         # already earns ``rate``, as the unregistered form did.
+        # The two clamp flags (earned > BUCKET after an idle clock / after a beat) are
+        # registers themselves, computed one clock ahead: the next clock's tokens are
+        # BUCKET, tokens + cost or tokens + rate, so its flags are BUCKET's (constants of
+        # rate) or compares of today's tokens against four thresholds of rate
+        # (``tokens + cost > over[0]``  <=>  ``tokens > over[0] - cost``, ...). So the
+        # update of ``tokens`` takes its clamp from flip-flops, and each 36-bit compare
+        # feeds only a flag (the compare in series with the clamp select into the
+        # ``tokens`` register held the core clock to 104.7 MHz at d851172).
         rate_r = Signal(len(self.rate), reset_less=True)
         cost = Signal(signed(19), reset_less=True)  # rate - RATE_ONE
-        over = [Signal(signed(19), name=f"tokens_over{n}", reset_less=True) for n in range(2)]
+        th = [Signal(signed(21), name=f"tokens_th{n}", reset_less=True) for n in range(4)]
+        full = [Signal(name=f"tokens_full{n}", reset_less=True) for n in range(2)]
+        over = (BUCKET - self.rate, BUCKET + RATE_ONE - self.rate)
         m.d.sync += [
             rate_r.eq(self.rate),
             cost.eq(self.rate - RATE_ONE),
-            over[0].eq(BUCKET - self.rate),
-            over[1].eq(BUCKET + RATE_ONE - self.rate),
+            th[0].eq(over[0] - (self.rate - RATE_ONE)),  # after a beat, the idle flag
+            th[1].eq(over[1] - (self.rate - RATE_ONE)),  # after a beat, the beat flag
+            th[2].eq(over[0] - self.rate),  # after an idle clock, the idle flag
+            th[3].eq(over[1] - self.rate),  # after an idle clock, the beat flag
+            full[0].eq(self.rate > 0),  # BUCKET > over[0]
+            full[1].eq(self.rate > RATE_ONE),  # BUCKET > over[1]
         ]
-        idle_sum, beat_sum = Signal(signed(36)), Signal(signed(36))
-        idle_clamp, beat_clamp = Signal(), Signal()
-        m.d.comb += [
-            idle_sum.eq(tokens + rate_r),
-            beat_sum.eq(tokens + cost),
-            idle_clamp.eq(tokens > over[0]),
-            beat_clamp.eq(tokens > over[1]),
-        ]
-        with m.If(Mux(fire, beat_clamp, idle_clamp)):
-            m.d.sync += tokens.eq(BUCKET)
+        idle_clamp, beat_clamp = Signal(), Signal()  # tokens > over[0], tokens > over[1]
+        clamp = Mux(fire, beat_clamp, idle_clamp)
+        with m.If(clamp):
+            m.d.sync += [tokens.eq(BUCKET), idle_clamp.eq(full[0]), beat_clamp.eq(full[1])]
+        with m.Elif(fire):
+            m.d.sync += [
+                tokens.eq(tokens + cost),
+                idle_clamp.eq(tokens > th[0]),
+                beat_clamp.eq(tokens > th[1]),
+            ]
         with m.Else():
-            m.d.sync += tokens.eq(Mux(fire, beat_sum, idle_sum))
+            m.d.sync += [
+                tokens.eq(tokens + rate_r),
+                idle_clamp.eq(tokens > th[2]),
+                beat_clamp.eq(tokens > th[3]),
+            ]
 
         with m.If(start):
             m.d.sync += [cur[n].eq(nxt[n]) for n in cur]
@@ -343,11 +369,59 @@ class TrafficGenerator(wiring.Component):
                 self.stat_bytes.eq(self.stat_bytes + cur["size"]),
             ]
 
-        # the 60 header bytes (traffic_model's byte map)
-        host, dst, seq, size = self.host, cur["dst"], cur["seq"], cur["size"]
+        # The beat's data is a register, loaded one beat ahead: with the first beat's
+        # word when a frame starts, and with beat ``b + 1``'s word when beat ``b`` is
+        # taken. So ``tdata`` comes from a flip-flop and not through the header-byte
+        # select from ``beat`` (that path, into the next block's FIFO RAM, limited the
+        # Colorlight self-test's core clock to 112.5 MHz). The first beat (at most 8
+        # bytes: the DA and the SA's first two) depends only on the destination, taken
+        # from the prepared frame. The length fields and the check word are registers
+        # too, computed each clock from the current frame's registers: they are stable
+        # from the second clock after the start, before any beat that carries them is
+        # selected (bytes 16 and up: beat 2 or later at 64 bits).
+        size = cur["size"]
+        ip_len, udp_len, check_r = Signal(16), Signal(16), Signal(16)
+        check = Const(CHECK_KEY, 16) ^ size ^ self.host ^ cur["flow"] ^ cur["seq"][16:] ^ cur["seq"][:16]
+        check = check ^ ts[16:] ^ ts[:16] ^ tenant_word ^ cur["dst"]
+        m.d.sync += [ip_len.eq(size - 14), udp_len.eq(size - 34), check_r.eq(check)]
+        header_beats = -(-HEADER_BYTES // lanes)
+        data_word = Signal(self.data_width)
+        first = self._header(nxt["dst"], cur, ts, tenant_word, ip_len, udp_len, check_r)
+        hdr = self._header(cur["dst"], cur, ts, tenant_word, ip_len, udp_len, check_r)
+        seq = cur["seq"]
+
+        def word(b):  # the data of beat ``b`` (< header_beats) of the current frame
+            return Cat(
+                *[
+                    hdr[i] if i < HEADER_BYTES else (seq[:8] + i)[:8]
+                    for i in range(b * lanes, (b + 1) * lanes)
+                ]
+            )
+
+        with m.If(start):
+            m.d.sync += data_word.eq(Cat(*first[:lanes]))
+        with m.Elif(fire & ~is_last):
+            with m.Switch(beat):  # beat + 1's word
+                for b in range(header_beats - 1):
+                    with m.Case(b):
+                        m.d.sync += data_word.eq(word(b + 1))
+                with m.Default():
+                    m.d.sync += data_word.eq(
+                        Cat(*[(pos[:8] + seq[:8] + lanes + n)[:8] for n in range(lanes)])
+                    )
+        m.d.comb += [
+            o.valid.eq(active),
+            o.payload.data.eq(data_word),
+            o.payload.keep.eq(Mux(is_last, cur["keep"], (1 << lanes) - 1)),
+            o.payload.last.eq(is_last),
+            o.payload.user.eq(0),
+        ]
+
+    def _header(self, dst, cur, ts, tenant_word, ip_len, udp_len, check):
+        """The 60 header bytes (traffic_model's byte map) of the frame in ``cur`` going
+        to ``dst``, with its IPv4 and UDP lengths and its check word."""
+        host, seq = self.host, cur["seq"]
         mac = [Const(2, 8)] + [Const(0, 8)] * 4
-        check = Const(CHECK_KEY, 16) ^ size ^ host ^ cur["flow"] ^ seq[16:] ^ seq[:16]
-        check = check ^ ts[16:] ^ ts[:16] ^ tenant_word ^ dst
         c8 = lambda v: Const(v, 8)  # noqa: E731
         hdr = (
             mac
@@ -356,13 +430,13 @@ class TrafficGenerator(wiring.Component):
             + [host]
             + [c8(0x08), c8(0x00)]
             + [c8(0x45), Cat(Const(0, 5), self.tc)]
-            + be_bytes((size - 14)[:16], 2)
+            + be_bytes(ip_len, 2)
             + [c8(0), c8(0), c8(0x40), c8(0), c8(64), c8(17)]
             + be_bytes(cur["csum"], 2)
             + [c8(10), c8(0), c8(0), host, c8(10), c8(0), c8(0), dst]
             + be_bytes(cur["sport"], 2)
             + be_bytes(Const(ROCE_PORT, 16), 2)
-            + be_bytes((size - 34)[:16], 2)
+            + be_bytes(udp_len, 2)
             + [c8(0), c8(0)]
             + [c8(0), host]
             + be_bytes(Cat(cur["flow"], Const(0, 8)), 2)
@@ -373,25 +447,7 @@ class TrafficGenerator(wiring.Component):
             + be_bytes(check, 2)
         )
         assert len(hdr) == HEADER_BYTES and all(len(Value.cast(b)) == 8 for b in hdr)
-        header_beats = -(-HEADER_BYTES // lanes)
-        data_word = Signal(self.data_width)
-        with m.Switch(beat):
-            for b in range(header_beats):
-                with m.Case(b):
-                    lanes_b = []
-                    for n in range(lanes):
-                        i = b * lanes + n
-                        lanes_b.append(hdr[i] if i < HEADER_BYTES else (seq[:8] + i)[:8])
-                    m.d.comb += data_word.eq(Cat(*lanes_b))
-            with m.Default():
-                m.d.comb += data_word.eq(Cat(*[(pos[:8] + seq[:8] + n)[:8] for n in range(lanes)]))
-        m.d.comb += [
-            o.valid.eq(active),
-            o.payload.data.eq(data_word),
-            o.payload.keep.eq(Mux(is_last, cur["keep"], (1 << lanes) - 1)),
-            o.payload.last.eq(is_last),
-            o.payload.user.eq(0),
-        ]
+        return hdr
 
 
 EXPORTS = [
