@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: all install icarus run test test-slow clean
+.PHONY: all install icarus run test test-slow coverage clean
 
 all: run
 
@@ -40,6 +40,12 @@ test: install
 
 test-slow: install
 	$(BIN)/python -m pytest -n auto -m slow
+
+# Verilator line and toggle coverage of the default soaks, per block: models built with
+# coverage under build/coverage/sim, a table printed, annotated Verilog in build/coverage
+# (docs/development.md, "Coverage"). OPENGSE_SOAK_N sets the inputs per soak.
+coverage: install
+	$(BIN)/python -m opengse.sim.coverage --clean
 
 clean:
 	rm -rf build

@@ -269,6 +269,20 @@ def export_block(block, params=None):
     return v_path, j_path, params
 
 
+#: ``OPENGSE_COVERAGE=1``: every Verilator model is built with line and toggle coverage
+#: (:data:`COVERAGE_ARGS`) in a directory of its own under :data:`COVERAGE_ROOT`, and each
+#: run writes ``coverage.dat`` into its run directory (``make coverage``,
+#: :mod:`opengse.sim.coverage`).
+COVERAGE_ENV = "OPENGSE_COVERAGE"
+COVERAGE_ROOT = BUILD_ROOT / "coverage"
+COVERAGE_ARGS = ("--coverage-line", "--coverage-toggle")
+
+
+def coverage_enabled():
+    """Whether ``$OPENGSE_COVERAGE`` asks for coverage models."""
+    return os.environ.get(COVERAGE_ENV, "").strip() not in ("", "0")
+
+
 def build_block(block, params=None, *, waves=False, build_args=(), cxx_opt=None, simulator=None):
     """Export and build ``block`` (a catalog name, or a :class:`BlockSpec` for
     test-only compositions) for ``simulator`` (:func:`simulator_name`); return
@@ -289,6 +303,10 @@ def build_block(block, params=None, *, waves=False, build_args=(), cxx_opt=None,
     build_dir = _param_dir(spec.name, params, waves)
     if sim != "verilator":
         build_dir = build_dir.with_name(f"{build_dir.name}-{sim}")
+    elif coverage_enabled():  # a model of its own, out of build/sim: cached models stay valid
+        build_dir = COVERAGE_ROOT / "sim" / build_dir.name
+        build_args = (*build_args, *COVERAGE_ARGS)
+        cxx_opt = cxx_opt or "-O0"  # the coverage counters make g++ at -Os slow
     # Two locks: the export's (which export_block takes too) and the build's, so a test
     # that needs only the export (tests/platforms/test_export.py's lint) does not wait
     # on another worker's Verilator build of the same block (minutes for the leaf).

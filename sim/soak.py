@@ -31,6 +31,7 @@ beat with ``tkeep == 0`` adds no byte; docs/voq.md) and the bytes a sink receive
 (``tkeep``-0 bytes removed).
 """
 
+import logging
 import os
 from dataclasses import dataclass, field
 
@@ -48,6 +49,7 @@ __all__ = [
     "soak_count",
     "soak_env",
     "soak_inputs",
+    "quiet_frame_logs",
     "soak_time_limit_ms",
     "gse_header",
     "Hostile",
@@ -85,8 +87,25 @@ def soak_env(n):
 
 
 def soak_inputs():
-    """Inside a cocotb soak: the count of inputs to send (set by :func:`soak_env`)."""
+    """Inside a cocotb soak: the count of inputs to send (set by :func:`soak_env`).
+    Also silences the per-frame log lines of cocotbext-axi (:func:`quiet_frame_logs`)."""
+    quiet_frame_logs()
     return soak_count()
+
+
+def _not_a_frame_line(record):
+    return not (record.levelno == logging.INFO and str(record.msg).startswith(("TX frame", "RX frame")))
+
+
+def quiet_frame_logs():
+    """Drop cocotbext-axi's "TX frame: ..." / "RX frame: ..." INFO lines (one per frame,
+    the whole frame printed: a 1e5 soak wrote hundreds of MB of ``sim.log`` with them).
+    A filter on the handlers of the root and ``cocotb`` loggers, so the record is never
+    formatted; every other line is kept."""
+    for logger in (logging.getLogger(), logging.getLogger("cocotb")):
+        for handler in logger.handlers:
+            if _not_a_frame_line not in handler.filters:
+                handler.addFilter(_not_a_frame_line)
 
 
 def soak_time_limit_ms(n, clocks_per_input, floor_ms=50.0):
