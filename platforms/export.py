@@ -39,7 +39,7 @@ from amaranth.hdl import (
     Value,
     ValueCastable,
 )
-from amaranth.hdl._ast import SignalSet
+from amaranth.hdl._ast import SignalDict, SignalSet
 from amaranth.hdl._ir import PortDirection
 from amaranth.hdl._mem import MemoryInstance
 from amaranth.lib import data, stream, wiring
@@ -268,10 +268,10 @@ def _export(component, name, keep_modules):
     fragment = Fragment.get(top, None)
     keep = _keep(fragment, keep_modules)
     if not keep:
-        il = rtlil.convert_fragment(fragment, top.ports, name, emit_src=False)[0]
+        il = _to_rtlil(fragment, top.ports, name)
         return _run_yosys([il], name), []
     kept = _cut_kept(fragment, keep)
-    il = rtlil.convert_fragment(fragment, top.ports, name, emit_src=False)[0]
+    il = _to_rtlil(fragment, top.ports, name)
     ils = [il]
     converted = {}
     for k in kept:
@@ -373,12 +373,13 @@ def _cut_kept(fragment, keep_modules):
     # its parent, a submodule's boundary nets are named after whatever signals alias
     # them: `port$598$0`, `wp__en`, ...)
     kept = []
+    users = _users(fragment)  # once for the design, not once per kept module
     for path, module in keep_modules.items():
         parent, index = _find(fragment, ("core",) + tuple(path.split(".")), path)
         sub, sub_name, src_loc = parent.subfragments[index]
         obj = (sub.origins or (sub,))[0]
         ports = _interface(obj, sub)
-        _check_no_leaks(fragment, sub, ports, path)
+        _check_no_leaks(users, sub, ports, path)
         cdc = _cdc(obj)
         clocks = cdc[1] if cdc else [("clk", "rst", "sync")]
         inst_ports = []
@@ -508,31 +509,46 @@ def _driven(fragment):
     return out
 
 
-def _used(fragment, skip):
+def _uses(f):
+    # The signals one fragment (not its subfragments) reads or drives.
     out = SignalSet()
-    for f in _fragments(fragment, skip):
-        for stmts in f.statements.values():
-            out |= _signals(stmts, "lhs") | _signals(stmts, "rhs")
-        if isinstance(f, Instance):
-            out |= _signals([v for v, kind in f.ports.values() if kind != "io"], "rhs")
-        if isinstance(f, MemoryInstance):
-            out |= _signals(
-                [v for port in (*f._read_ports, *f._write_ports) for v in (port._addr, port._data, port._en)],
-                "rhs",
-            )
+    for stmts in f.statements.values():
+        out |= _signals(stmts, "lhs") | _signals(stmts, "rhs")
+    if isinstance(f, Instance):
+        out |= _signals([v for v, kind in f.ports.values() if kind != "io"], "rhs")
+    if isinstance(f, MemoryInstance):
+        out |= _signals(
+            [v for port in (*f._read_ports, *f._write_ports) for v in (port._addr, port._data, port._en)],
+            "rhs",
+        )
     return out
 
 
-def _check_no_leaks(top, sub, ports, path):
+def _users(top):
+    """``{signal: [fragment, ...]}``: every fragment of ``top`` that uses each signal.
+    Built once per design (walking the design once per kept module cost minutes on the
+    default leaf, which keeps dozens of memories)."""
+    users = SignalDict()
+    for f in _fragments(top):
+        for sig in _uses(f):
+            users.setdefault(sig, []).append(f)
+    return users
+
+
+def _check_no_leaks(users, sub, ports, path):
     # The Instance replaces everything the kept submodule drives except its ports:
     # the rest of the design must not use any of its other signals.
     port_sigs = SignalSet()
     for _n, value, _d in ports:
         port_sigs |= Value.cast(value)._rhs_signals()
-    leaked = (_driven(sub) & _used(top, skip=sub)) - port_sigs
+    inside = {id(f) for f in _fragments(sub)}
     # A domain's reset a crossing drives for its own local domains is not a net the
     # parent sees: the parent's domains come in through the clock and reset ports.
-    leaked = [s for s in leaked if isinstance(s, Signal)]
+    leaked = [
+        s
+        for s in _driven(sub) - port_sigs
+        if isinstance(s, Signal) and any(id(f) not in inside for f in users.get(s, ()))
+    ]
     if leaked:
         names = ", ".join(sorted(s.name for s in leaked))
         raise ValueError(f"keep_modules: {path!r} is used through signals outside its interface: {names}")
@@ -549,11 +565,34 @@ def _standalone_rtlil(fragment, ports, module, clocks=(("clk", "rst", "sync"),))
         il_ports[clk] = (cd.clk, PortDirection.Input)
         il_ports[rst] = (cd.rst, PortDirection.Input)
     il_ports.update(wrap.ports)
-    il = rtlil.convert_fragment(top, il_ports, module, emit_src=False)[0]
+    il = _to_rtlil(top, il_ports, module)
     decl = f"module \\{module}"
     if not re.search(rf"^{re.escape(decl)}$", il, flags=re.M):
         raise AssertionError(f"no module {module} in its own RTLIL")
     return il.replace(decl + "\n", "attribute \\keep_hierarchy 1\n" + decl + "\n", 1)
+
+
+class _NoZeroInitEmitter(rtlil.ModuleEmitter):
+    # Amaranth's RTLIL back end writes a memory's initial contents as one ``$meminit_v2``
+    # cell whose data it builds one Python object per bit: on the leaf's buffers (a few
+    # Mbit at the default configuration) that was most of the export's Python time, and
+    # Yosys then carried the words through every pass only for
+    # :func:`_strip_memory_zero_init` to delete them from the Verilog. An all-zero
+    # memory gets no ``$meminit_v2`` (Yosys writes no ``initial`` block for it: the same
+    # Verilog); a memory with real contents (a ROM) keeps them.
+    def emit_memory(self, cell_idx, cell):
+        if any(cell.init):
+            super().emit_memory(cell_idx, cell)
+
+
+def _to_rtlil(fragment, ports, name):
+    """RTLIL of ``fragment`` (no source locations), all-zero memories without contents."""
+    saved = rtlil.ModuleEmitter
+    rtlil.ModuleEmitter = _NoZeroInitEmitter  # what convert_fragment instantiates
+    try:
+        return rtlil.convert_fragment(fragment, ports, name, emit_src=False)[0]
+    finally:
+        rtlil.ModuleEmitter = saved
 
 
 def _strip_memory_zero_init(verilog):

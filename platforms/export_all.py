@@ -32,7 +32,9 @@ error (:class:`ConfigError`) that names the key.
 """
 
 import json
+import os
 import re
+import time
 from pathlib import Path
 
 from opengse.rtl.catalog import blocks, resolve_params
@@ -95,6 +97,12 @@ def _spine_params(c):
 
 #: Memory modules (one per shape): defined once in ``memories/``, not in block files.
 _SRAM_MODULE = re.compile(r"^module (gse_sram_\w+|gse_reorder_ram_\w+)\(.*?^endmodule\n", re.M | re.S)
+
+
+def _cpu_seconds():
+    # This process and the tools it ran (Yosys is a subprocess).
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 class ConfigError(ValueError):
@@ -205,6 +213,7 @@ def export_all(out_dir, cfg=None, overrides=None, *, names=None, log=print):
     (out / "memories").mkdir(parents=True, exist_ok=True)
     modules, memories, files = [], {}, []
     for spec, params, component in built:
+        started = _cpu_seconds(), time.monotonic()
         v_path, j_path = write_export(
             component,
             spec.module,
@@ -238,7 +247,10 @@ def export_all(out_dir, cfg=None, overrides=None, *, names=None, log=print):
                 "description": spec.description,
             }
         )
-        log(f"wrote {v_path.name}, {j_path.name}")
+        log(
+            f"wrote {v_path.name}, {j_path.name} ({_cpu_seconds() - started[0]:.1f} s CPU,"
+            f" {time.monotonic() - started[1]:.1f} s wall)"
+        )
     for mem in memories.values():
         mem["used_by"] = sorted(set(mem["used_by"]))
     filelist = [m["file"] for _n, m in sorted(memories.items())] + files
