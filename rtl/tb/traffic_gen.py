@@ -80,7 +80,9 @@ class TrafficGenerator(wiring.Component):
         Destination table writes: flow ``index`` goes to host ``dst`` and its sequence
         number restarts at 0. Ready while ``enable`` is 0 (after the reset sweep of
         ``max_flows`` clocks). Write the table before enabling.
-    Configuration (static while ``enable`` is 1; sampled when a frame is prepared):
+    Configuration (static while ``enable`` is 1 and for 4 clocks before it rises: the
+    frame sizes reach the preparation through 3 registers; sampled when a frame is
+    prepared):
         ``enable`` (1): frames start only while 1 (a frame started finishes).
         ``host`` (8): this host's id (MAC ``02:00:00:00:00:host``, IPv4 ``10.0.0.host``).
         ``frame_min``, ``frame_max`` (14): frame size in bytes without FCS, uniform in

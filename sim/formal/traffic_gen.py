@@ -3,8 +3,9 @@ frame has the programmed size.
 
 :class:`GenRate` around rtl/tb/traffic_gen.py (64-bit, 2 flows) holds the
 configuration (``rate``, ``frame_min`` = ``frame_max`` = L with 60 <= L <= 72, ``flows``,
-``random``, ``host``, ``tenant``, ``tc``, ``seed``) from the first clock, as the block
-asks ("static during a run"); ``enable``, ``pause``, ``m_axis_tready`` and the table
+``random``, ``host``, ``tenant``, ``tc``, ``seed``) from the first clock and ``enable``
+low for the first 4, as the block asks (configuration static while enabled and 4 clocks
+before); ``enable``, ``pause``, ``m_axis_tready`` and the table
 writes are free. A free input ``mark`` opens a window at any clock the solver likes;
 from then the wrapper counts clocks ``w`` and beats sent ``b`` and asserts every clock:
 
@@ -65,6 +66,12 @@ class GenRate(Elaboratable):
             m.d.sync += prev.eq(sig)
             with m.If(started):
                 m.d.comb += Assume(sig == prev)
+        # the block's rule: configuration static for 4 clocks before enable rises (the
+        # sizes pass 3 registers: lo/hi, span, the registered draw)
+        settle = Signal(range(5), name="settle")
+        with m.If(settle != 4):
+            m.d.sync += settle.eq(settle + 1)
+            m.d.comb += Assume(~dut.enable)
         m.d.comb += [
             Assume(dut.frame_min == dut.frame_max),
             Assume((dut.frame_min >= 60) & (dut.frame_min <= 8 * FRAME_BEATS)),
@@ -114,9 +121,9 @@ RATE = register(
         asserts="over any window of w clocks, 65536 x beats <= w x rate + bucket (2 clocks' credit) + one "
         "frame (9 beats); every frame exactly the programmed size, tkeep contiguous, tuser 0; m_axis keeps "
         "the valid/ready rule (64-bit, 2 flows)",
-        assumptions="rst low after reset; configuration held from the first clock (rate <= 65536, "
-        "frame_min = frame_max in 60..72, flows, random, ids, seed); enable, pause, m_axis_tready, table "
-        "writes and the window's start free",
+        assumptions="rst low after reset; configuration held from the first clock, enable low for the "
+        "first 4 (rate <= 65536, frame_min = frame_max in 60..72, flows, random, ids, seed); enable, "
+        "pause, m_axis_tready, table writes and the window's start free",
         mode="bmc",
         depth=18,
         build=_build,
