@@ -42,7 +42,7 @@ class GSEConfig:
     # runs at most max_inflight x container_bytes per grant-to-arrival round trip (about
     # 1900 clocks at the default delays): 2 caps it near 0.52 on the 2x2x2 fabric, 6
     # covers the round trip (docs/leaf.md)
-    max_inflight: int = 6
+    max_inflight: int = 7
     ethertype: int = GSE_ETHERTYPE
 
     def __post_init__(self):
