@@ -359,6 +359,7 @@ EXPORTS = [
             "credit_width": GSEConfig().credit_bits,
             "counter_width": 32,
             "credit_unit": CREDIT_UNIT_BYTES,
+            "early_report": False,
         },
         description="VOQ buffer manager: shared cell buffer, per-queue linked lists, "
         "admission (queue limit, tenant reservation/limit, dynamic threshold), "
