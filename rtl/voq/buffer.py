@@ -33,7 +33,10 @@ Interface (exported names):
   last packet may overrun it) or the queue is empty, then reports the release on
   ``m_deq_done_valid/ready, m_deq_done_queue, m_deq_done_bytes, m_deq_done_pkts``
   (:func:`~opengse.rtl.interfaces.release_report`; after the release's last beat has
-  left ``m_axis``; an empty release reports 0/0). A credit above ``max_credit`` (2**
+  left ``m_axis``; an empty release reports 0/0. With ``early_report`` the report
+  leaves as soon as the release is planned, its beats possibly still to come: a
+  manager that waits for the report before its next release of the queue then
+  overlaps that release with the tail of this one, and no gap opens between them). A credit above ``max_credit`` (2**
   ``credit_width`` minus the credit of the longest packet admission can take) counts
   as ``max_credit``, so the credit used always fits ``credit_width`` bits; ``pkts`` is
   16 bits.
@@ -125,7 +128,9 @@ class VOQBuffer(wiring.Component):
         credit_width=GSEConfig().credit_bits,
         counter_width=32,
         credit_unit=CREDIT_UNIT_BYTES,
+        early_report=False,
     ):
+        self.early_report = bool(early_report)
         g = self.geometry = VOQGeometry(
             data_width=data_width,
             buffer_bytes=buffer_bytes,
@@ -214,7 +219,7 @@ class VOQBuffer(wiring.Component):
         m.submodules.accounting = acct = self.Accounting(g)
         m.submodules.enqueue = enq = self.Enqueue(g)
         m.submodules.walker = walk = self.Walker(g)
-        m.submodules.emitter = emit = self.Emitter(g)
+        m.submodules.emitter = emit = self.Emitter(g, early_report=self.early_report)
         m.submodules.desc_fifo = desc_fifo = SyncFIFOBuffered(
             width=cell_desc_layout(g).size, depth=DESC_DEPTH
         )
@@ -354,6 +359,7 @@ EXPORTS = [
             "credit_width": GSEConfig().credit_bits,
             "counter_width": 32,
             "credit_unit": CREDIT_UNIT_BYTES,
+            "early_report": False,
         },
         description="VOQ buffer manager: shared cell buffer, per-queue linked lists, "
         "admission (queue limit, tenant reservation/limit, dynamic threshold), "

@@ -16,7 +16,9 @@ Interface:
   beat is not read while the previous FREE is pending.
 * ``m_axis`` out: the packets (``tuser`` = 0; ``tkeep`` all ones but on the last beat).
 * ``m_deq_done`` out: one report per release, valid once the release's last beat (or,
-  for an empty release, its marker) has left the output FIFO.
+  for an empty release, its marker) has left the output FIFO; with ``early_report``
+  as soon as the walker has planned it (the credit used is known then), while its
+  beats may still be on their way out.
 * ``deq_pkts`` out: packets sent (last beats that left ``m_axis``).
 
 Timing: a descriptor's first beat is on ``m_axis`` 4 cycles after the descriptor is
@@ -38,8 +40,9 @@ OUT_DEPTH = 4
 
 
 class VOQEmitter(wiring.Component):
-    def __init__(self, geometry):
+    def __init__(self, geometry, early_report=False):
         g = self.g = geometry
+        self.early_report = bool(early_report)
         super().__init__(
             {
                 "s_cell": In(stream.Signature(cell_desc_layout(g))),
@@ -140,13 +143,18 @@ class VOQEmitter(wiring.Component):
             axis.payload.user.eq(0),
             out_fifo.r_en.eq(out_r.phantom | axis.ready),
         ]
-        popped_rel = out_fifo.r_rdy & out_fifo.r_en & out_r.rel_end
-        done_credit = Signal(3)
         done = self.m_deq_done
         done_fire = done.valid & done.ready
-        m.d.sync += done_credit.eq(done_credit + popped_rel - done_fire)
+        if self.early_report:
+            sent = Const(1)  # the walker's report goes out as it comes
+        else:
+            # reports held until their release's end has left the output FIFO
+            popped_rel = out_fifo.r_rdy & out_fifo.r_en & out_r.rel_end
+            done_credit = Signal(3)
+            m.d.sync += done_credit.eq(done_credit + popped_rel - done_fire)
+            sent = done_credit != 0
         m.d.comb += [
-            done.valid.eq(self.s_done.valid & (done_credit != 0)),
+            done.valid.eq(self.s_done.valid & sent),
             done.payload.eq(self.s_done.payload),
             self.s_done.ready.eq(done_fire),
         ]

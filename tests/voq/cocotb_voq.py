@@ -26,6 +26,8 @@ from opengse.sim.runner import test_params
 from opengse.sim.voq_model import DROP_REASONS, Packet, VOQModel, credit_bytes
 
 P = test_params()
+#: When the buffer reports a release (the model's releases are the same either way).
+EARLY_REPORT = P.pop("early_report", False)
 BPB = P["data_width"] // 8
 CELLS = P["buffer_bytes"] // P["cell_bytes"]
 CREDIT_UNIT = P["credit_unit"]
@@ -61,6 +63,7 @@ class VOQBench:
         self.deq_q = deque()
         self.done = deque()
         self.done_ready_p = 1.0
+        self.early_reports = 0  # reports that came before their release's last beat left
         self.desc = deque()  # m_desc records taken: (queue, len, last)
         self.desc_ready_p = 1.0
         self.first_beats = 0  # packets whose first beat left m_axis
@@ -120,11 +123,23 @@ class VOQBench:
                 self.deq_q.popleft()
 
     async def _done_monitor(self):
+        # Also checks when a report comes: by default only once its release's last
+        # beat has left m_axis; with early_report at least one comes before (counted).
         dut = self.dut
+        pkts_out = pkts_reported = 0
         while True:
             dut.m_deq_done_ready.value = int(random.random() < self.done_ready_p)
             await RisingEdge(dut.clk)
+            if _bit(dut.m_axis_tvalid) and _bit(dut.m_axis_tready) and _bit(dut.m_axis_tlast):
+                pkts_out += 1
             if _bit(dut.m_deq_done_valid) and _bit(dut.m_deq_done_ready):
+                pkts_reported += int(dut.m_deq_done_pkts.value)
+                if pkts_reported > pkts_out:
+                    assert EARLY_REPORT, (
+                        f"a release reported before its last beat left m_axis ({pkts_reported} "
+                        f"packets reported, {pkts_out} sent)"
+                    )
+                    self.early_reports += 1
                 self.done.append(
                     (
                         int(dut.m_deq_done_queue.value),
@@ -365,6 +380,8 @@ class VOQBench:
         assert not int(dut.stat_invariant_err.value)
         assert self.sink.empty(), "frames left in the sink"
         assert not self.done, "done reports left over"
+        if EARLY_REPORT:
+            assert self.early_reports, "early_report: no release was reported before its last beat"
 
 
 def rand_len(maxlen=None):

@@ -89,3 +89,10 @@ def test_voq_soak_100k():
         extra_env={"VOQ_SOAK": "100000"},
         build_args=BUILD_ARGS,
     )
+
+
+@pytest.mark.parametrize("testcase", ["test_basic", "test_concurrent_backpressure", "test_emitted_packets"])
+def test_voq_early_report(testcase):
+    """``early_report`` (the leaf's setting): each release reported when planned, its
+    beats possibly still to come; the reports, frames and records must be the same."""
+    run_cocotb("voq", dict(SMALL64, early_report=True), "cocotb_voq", testcase=testcase, build_args=BUILD_ARGS)

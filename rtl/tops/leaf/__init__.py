@@ -102,7 +102,7 @@ class GSELeaf(wiring.Component):
         config=GSEConfig(),
         lb="gse",
         delay=100,
-        host_store_bytes=16384,
+        host_store_bytes=32768,
         fab_store_bytes=16384,
         max_frame_bytes=9216,
         slot_bytes=None,
