@@ -41,10 +41,8 @@ class GSEConfig:
     # containers in flight per requester (the grant arbiter's max_inflight). One flow
     # runs at most max_inflight x container_bytes per grant-to-arrival round trip (about
     # 1900 clocks at the default delays): 2 caps it near 0.52 on the 2x2x2 fabric, 6
-    # covers the round trip; 7 leaves margin for the longer round trip of 9000 B frames
-    # and stays below reorder_window, so the reorder buffers' overrun skip
-    # (skip_distance = max_inflight) stays on (docs/leaf.md)
-    max_inflight: int = 7
+    # covers the round trip (docs/leaf.md)
+    max_inflight: int = 6
     ethertype: int = GSE_ETHERTYPE
 
     def __post_init__(self):

@@ -36,10 +36,10 @@ Interface (exported names):
   left ``m_axis``; an empty release reports 0/0. With ``early_report`` the report
   leaves as soon as the release is planned, its beats possibly still to come: a
   manager that waits for the report before its next release of the queue then
-  overlaps that release with the tail of this one, and no gap opens between them). A credit above ``max_credit`` (2**
-  ``credit_width`` minus the credit of the longest packet admission can take) counts
-  as ``max_credit``, so the credit used always fits ``credit_width`` bits; ``pkts`` is
-  16 bits.
+  overlaps that release with the tail of this one, and no gap opens between them).
+  A credit above ``max_credit`` (2** ``credit_width`` minus the credit of the longest
+  packet admission can take) counts as ``max_credit``, so the credit used always
+  fits ``credit_width`` bits; ``pkts`` is 16 bits.
 * ``m_desc_valid/ready, m_desc_queue, m_desc_len, m_desc_last``
   (:func:`~opengse.rtl.interfaces.emitted_packet`): one record per packet leaving
   ``m_axis``, in order, from an 8-entry FIFO: its queue, byte length and ``last`` (the

@@ -93,6 +93,7 @@ def test_voq_soak_100k():
 
 @pytest.mark.parametrize("testcase", ["test_basic", "test_concurrent_backpressure", "test_emitted_packets"])
 def test_voq_early_report(testcase):
-    """``early_report`` (the leaf's setting): each release reported when planned, its
+    """``early_report`` (an option, off in the leaf): each release reported when planned, its
     beats possibly still to come; the reports, frames and records must be the same."""
-    run_cocotb("voq", dict(SMALL64, early_report=True), "cocotb_voq", testcase=testcase, build_args=BUILD_ARGS)
+    params = dict(SMALL64, early_report=True)
+    run_cocotb("voq", params, "cocotb_voq", testcase=testcase, build_args=BUILD_ARGS)

@@ -128,12 +128,9 @@ class HostIngress(wiring.Component):
         # Limits at the whole buffer and the widest dynamic threshold: the gate below,
         # not admission, keeps the buffer from overflowing.
         voq.update(queue_limit_cells=cells, tenant_reserved_cells=0, tenant_limit_cells=cells, alpha_log2=4)
-        # The manager starts a queue's next container at the report of the previous
-        # one: reported when planned (not after its last beat), the next release is
-        # planned while this one's beats still leave, so no gap opens between two
-        # containers (a report after the last beat cost ~20 clocks per container, 2-3 %
-        # of an uplink at 1500 B; docs/leaf.md)
-        self.voq = VOQBuffer(**voq, early_report=True)
+        # early_report (a release reported when planned) was measured on the 2x2x2
+        # fabric and did not help (0.941 against 0.945, p99 latency up; docs/leaf.md)
+        self.voq = VOQBuffer(**voq)
         frame_cells = -(-(max_frame_bytes + 18) // cfg.cell_bytes)
         self.reserve_cells = 2 * frame_cells + cells // 16 + 2
         if self.reserve_cells >= cells:
