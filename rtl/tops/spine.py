@@ -54,7 +54,8 @@ class GSESpine(wiring.Component):
     """The GSF spine: N fabric ports, forwarding by ``dst_node`` through a table.
 
     Parameters: ``ports`` N (2..8), ``data_width`` (64), ``nodes`` (table depth, a power
-    of two), ``buffer_bytes`` (data queue per output, rounded up to a power of two
+    of two), ``buffer_bytes`` (data buffer per output, one queue per input of
+    ``buffer_bytes / ports``, at least one 9018 B frame, each rounded up to a power of two
     beats; default 18432 = two 9000 B frames and change), ``ethertype``, ``delay`` (the
     links' delay in clocks, default 100: it sizes each input's pause store,
     :func:`~opengse.rtl.lib.pause_fifo.pause_thresholds` with 9018 B frames; 64-bit,
@@ -99,14 +100,15 @@ class GSESpine(wiring.Component):
       waited at the output because of ``pause_in_<o>``). All 32-bit, wrapping.
 
     Path of a frame: pause store -> parser (strip 0; checks within the first 32 bytes) -> skid -> ttl
-    decrement -> demux by table lookup to its output's control (REQUEST, GRANT,
-    PROBE) or data round-robin mux -> skid buffer -> that output's control or data
-    store-and-forward
-    queue -> skid -> (data only: pause gate) -> strict-priority mux (control first, whole
-    packets) -> ``m_axis_<o>``.
-    A full queue stalls its mux and so the inputs that feed it (lossless). An input
-    whose head frame waits for its output waits whole (head-of-line blocking between
-    outputs; see docs/spine.md).
+    decrement -> demux by table lookup to its output's control round-robin mux (REQUEST,
+    GRANT, PROBE) -> skid -> control queue, or to the data queue of (this input, its
+    output) (skids before and after) -> the output's data round-robin mux of its N
+    queues -> pause gate; both store-and-forward -> strict-priority mux (control first,
+    whole packets) -> ``m_axis_<o>``.
+    A full queue stalls the demux that feeds it (lossless): its input waits whole
+    (head-of-line blocking as with PFC). An input whose frame's output is busy with
+    another input's frame does not wait: each (input, output) has its own data queue
+    (see docs/spine.md, Head-of-line blocking).
     """
 
     def __init__(
