@@ -357,13 +357,14 @@ async def test_full_rate(dut):
 @cocotb.test()
 async def test_lossless_hot_spot(dut):
     """Every input sends jumbo frames to output 0 while it is stalled, more than its
-    queue holds: inputs are paused, nothing is dropped, all arrive when it resumes."""
+    (input, output) queue (16 KB) and its pause store's XOFF hold together (3 x 9000 B):
+    inputs are paused, nothing is dropped, all arrive when it resumes."""
     tb = SpineBench(dut, 4)
     await tb.start()
     await default_routes(tb)
     tb.sinks[0].pause = True
     for i in range(tb.n):
-        for _ in range(2):
+        for _ in range(3):
             tb.send(i, tb.gse_frame(0, 0, length=9000))
     for _ in range(8000):
         await RisingEdge(dut.clk)
@@ -372,7 +373,7 @@ async def test_lossless_hot_spot(dut):
     assert moved == 0 and held, f"output 0 stalled: {moved} frames out, inputs paused {held}"
     tb.sinks[0].pause = False
     await tb.drain()
-    tb.check([2] * tb.n)
+    tb.check([3] * tb.n)
 
 
 @cocotb.test()
