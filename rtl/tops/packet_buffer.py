@@ -20,26 +20,34 @@ class PacketBuffer(wiring.Component):
       A packet longer than ``depth`` beats can never fit: when the buffer is full and
       holds nothing but that packet, it is discarded (the rest is taken and thrown
       away) and ``stat_drop_oversize`` counts it.
+    * ``drop_full`` (parameter, default False): instead of dropping ``tready`` when full,
+      the buffer is always ready and a packet that finds it full is discarded whole (the
+      write pointer goes back to the last committed packet, the rest of the packet is
+      taken and thrown away) and ``stat_drop_full`` counts it (a member only with
+      ``drop_full``). For a buffer that must never back-pressure its sender (the leaf's
+      per-uplink admission queues, docs/leaf.md "All-to-all").
     * ``m_axis``: committed packets only (store-and-forward), ``tuser`` 0. A packet
       becomes visible 2 clocks after its last beat was written; then 1 beat per clock.
       ``tdata``/``tkeep``/``tlast`` come straight from the SRAM's read register.
     * ``level``: beats written and not yet read (committed or not).
     """
 
-    def __init__(self, depth, data_width=64):
+    def __init__(self, depth, data_width=64, drop_full=False):
         if depth < 2 or depth & (depth - 1):
             raise ValueError(f"depth must be a power of two >= 2, not {depth!r}")
         self.depth = depth
         self.data_width = check_data_width(data_width)
-        super().__init__(
-            {
-                "s_axis": In(AXIStreamSignature(data_width)),
-                "m_axis": Out(AXIStreamSignature(data_width)),
-                "level": Out(range(depth + 1)),
-                "stat_drop_bad": Out(32),
-                "stat_drop_oversize": Out(32),
-            }
-        )
+        self.drop_full = bool(drop_full)
+        members = {
+            "s_axis": In(AXIStreamSignature(data_width)),
+            "m_axis": Out(AXIStreamSignature(data_width)),
+            "level": Out(range(depth + 1)),
+            "stat_drop_bad": Out(32),
+            "stat_drop_oversize": Out(32),
+        }
+        if self.drop_full:
+            members["stat_drop_full"] = Out(32)
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
@@ -61,16 +69,25 @@ class PacketBuffer(wiring.Component):
 
         # -- write side
         oversize = full & (cw == rd)  # only the packet being written is inside
-        m.d.comb += s.ready.eq(~full | discard | oversize)
+        overflow = Signal()  # drop_full: no room for this beat, the packet goes whole
+        if self.drop_full:
+            m.d.comb += [s.ready.eq(1), overflow.eq(full & ~oversize)]
+        else:
+            m.d.comb += s.ready.eq(~full | discard | oversize)
         take = s.valid & s.ready
         with m.If(take):
-            with m.If(discard | oversize):
+            with m.If(discard | oversize | overflow):
                 with m.If(s.payload.last):
                     m.d.sync += discard.eq(0)
                 with m.Else():
                     m.d.sync += discard.eq(1)
                 with m.If(~discard):
-                    m.d.sync += [wr.eq(cw), self.stat_drop_oversize.eq(self.stat_drop_oversize + 1)]
+                    m.d.sync += wr.eq(cw)
+                    with m.If(oversize):
+                        m.d.sync += self.stat_drop_oversize.eq(self.stat_drop_oversize + 1)
+                    if self.drop_full:
+                        with m.Else():
+                            m.d.sync += self.stat_drop_full.eq(self.stat_drop_full + 1)
             with m.Else():
                 m.d.comb += [
                     mem.w_en.eq(1),

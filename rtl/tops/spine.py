@@ -54,7 +54,8 @@ class GSESpine(wiring.Component):
     """The GSF spine: N fabric ports, forwarding by ``dst_node`` through a table.
 
     Parameters: ``ports`` N (2..8), ``data_width`` (64), ``nodes`` (table depth, a power
-    of two), ``buffer_bytes`` (data queue per output, rounded up to a power of two
+    of two), ``buffer_bytes`` (data buffer per output, one queue per input of
+    ``buffer_bytes / ports``, at least one 9018 B frame, each rounded up to a power of two
     beats; default 18432 = two 9000 B frames and change), ``ethertype``, ``delay`` (the
     links' delay in clocks, default 100: it sizes each input's pause store,
     :func:`~opengse.rtl.lib.pause_fifo.pause_thresholds` with 9018 B frames; 64-bit,
@@ -99,14 +100,15 @@ class GSESpine(wiring.Component):
       waited at the output because of ``pause_in_<o>``). All 32-bit, wrapping.
 
     Path of a frame: pause store -> parser (strip 0; checks within the first 32 bytes) -> skid -> ttl
-    decrement -> demux by table lookup to its output's control (REQUEST, GRANT,
-    PROBE) or data round-robin mux -> skid buffer -> that output's control or data
-    store-and-forward
-    queue -> skid -> (data only: pause gate) -> strict-priority mux (control first, whole
-    packets) -> ``m_axis_<o>``.
-    A full queue stalls its mux and so the inputs that feed it (lossless). An input
-    whose head frame waits for its output waits whole (head-of-line blocking between
-    outputs; see docs/spine.md).
+    decrement -> demux by table lookup to its output's control round-robin mux (REQUEST,
+    GRANT, PROBE) -> skid -> control queue, or to the data queue of (this input, its
+    output) (skids before and after) -> the output's data round-robin mux of its N
+    queues -> pause gate; both store-and-forward -> strict-priority mux (control first,
+    whole packets) -> ``m_axis_<o>``.
+    A full queue stalls the demux that feeds it (lossless): its input waits whole
+    (head-of-line blocking as with PFC). An input whose frame's output is busy with
+    another input's frame does not wait: each (input, output) has its own data queue
+    (see docs/spine.md, Head-of-line blocking).
     """
 
     def __init__(
@@ -128,6 +130,11 @@ class GSESpine(wiring.Component):
         self.ports, self.nodes, self.ethertype = ports, nodes, ethertype
         self.data_width = check_data_width(data_width)
         self.data_depth = _beats(buffer_bytes, self.data_width // 8)
+        # the data queue of each (input, output): its share of buffer_bytes, but at least
+        # one largest frame
+        self.io_depth = max(
+            _beats(buffer_bytes // ports, self.data_width // 8), _beats(MAX_FRAME_BYTES, self.data_width // 8)
+        )
         self.ctl_depth = _beats(CONTROL_BYTES, self.data_width // 8)
         if not isinstance(delay, int) or delay < 0:
             raise ValueError(f"delay must be a number of clocks >= 0, not {delay!r}")
@@ -215,51 +222,59 @@ class GSESpine(wiring.Component):
                 m.d.comb += getattr(self, f"stat_{name}")[i].eq(getattr(parser, f"stat_{name}"))
 
         for o in range(n):
-            ctl_mux = PacketMux(n, w, policy=ROUND_ROBIN)
-            data_mux = PacketMux(n, w, policy=ROUND_ROBIN)
-            ctl_buf = PacketBuffer(self.ctl_depth, w)
-            data_buf = PacketBuffer(self.data_depth, w)
-            out_mux = PacketMux(2, w, policy=PRIORITY)
-            for name, sub in (
-                ("ctl_mux", ctl_mux),
-                ("data_mux", data_mux),
-                ("ctl_buf", ctl_buf),
-                ("data_buf", data_buf),
-                ("out_mux", out_mux),
-            ):
-                m.submodules[f"{name}_{o}"] = sub
-            for i in range(n):
-                wiring.connect(m, demuxes[i].m_axis[o], ctl_mux.s_axis[i])
-                wiring.connect(m, demuxes[i].m_axis[n + o], data_mux.s_axis[i])
-            # skids cut the ready path from each queue's full flag back into the muxes
-            for name, mux, buf in (("ctl", ctl_mux, ctl_buf), ("data", data_mux, data_buf)):
-                m.submodules[f"{name}_skid_{o}"] = skid = SkidBuffer(axis_beat_layout(w))
-                wiring.connect(m, mux.m_axis, skid.s)
-                wiring.connect(m, skid.m, buf.s_axis)
-            # and skids after the queues: the SRAM read address no longer waits for the
-            # priority mux's tready
-            m.submodules[f"pause_gate_{o}"] = gate = PauseGate(w)
-            for k, (name, buf) in enumerate((("ctl", ctl_buf), ("data", data_buf))):
-                m.submodules[f"{name}_out_skid_{o}"] = skid = SkidBuffer(axis_beat_layout(w))
-                wiring.connect(m, buf.m_axis, skid.s)
-                if name == "ctl":
-                    wiring.connect(m, skid.m, out_mux.s_axis[k])
-                else:
-                    # pause holds data only: control frames (PROBE, REQUEST, GRANT) are
-                    # their own class, as at the leaf's uplinks (UplinkTx). Holding them
-                    # let a leaf that paused a spine starve its own link monitor of
-                    # PROBEs and take every uplink down (docs/fabric.md, gse sim)
-                    wiring.connect(m, skid.m, gate.s_axis)
-                    wiring.connect(m, gate.m_axis, out_mux.s_axis[k])
-            wiring.connect(m, out_mux.m_axis, wiring.flipped(self.m_axis[o]))
-            m.d.comb += [gate.pause.eq(self.pause_in[o]), self.stat_held_cycles[o].eq(gate.stat_held_cycles)]
-            m.d.comb += [
-                self.stat_ctl_out[o].eq(out_mux.stat_packets[0]),
-                self.stat_frames_out[o].eq(out_mux.stat_packets[0] + out_mux.stat_packets[1]),
-                self.stat_drop_bad[o].eq(ctl_buf.stat_drop_bad + data_buf.stat_drop_bad),
-                self.stat_drop_oversize[o].eq(ctl_buf.stat_drop_oversize + data_buf.stat_drop_oversize),
-            ]
+            self._output(m, o, demuxes)
         return m
+
+    def _output(self, m, o, demuxes):
+        """Output ``o``: control RR mux -> skid -> control queue; each input's data for
+        ``o`` into its own queue (input i, output o), a RR mux of those -> pause gate;
+        strict priority (control first) -> ``m_axis_<o>``."""
+        n, w = self.ports, self.data_width
+        ctl_mux = PacketMux(n, w, policy=ROUND_ROBIN)
+        data_mux = PacketMux(n, w, policy=ROUND_ROBIN)
+        ctl_buf = PacketBuffer(self.ctl_depth, w)
+        out_mux = PacketMux(2, w, policy=PRIORITY)
+        for name, sub in (("ctl_mux", ctl_mux), ("data_mux", data_mux), ("ctl_buf", ctl_buf), ("out_mux", out_mux)):
+            m.submodules[f"{name}_{o}"] = sub
+        data_bufs = []
+        for i in range(n):
+            wiring.connect(m, demuxes[i].m_axis[o], ctl_mux.s_axis[i])
+            # one data queue per (input, output): an input whose frames for o wait (o is
+            # busy with another input's frame) still passes its frames for other outputs
+            # (no head-of-line blocking from the merge); skids cut the ready path from
+            # the queue's full flag and the SRAM read address from the mux's tready
+            buf = PacketBuffer(self.io_depth, w)
+            data_bufs.append(buf)
+            m.submodules[f"data_buf_{i}_{o}"] = buf
+            m.submodules[f"data_skid_{i}_{o}"] = skid = SkidBuffer(axis_beat_layout(w))
+            wiring.connect(m, demuxes[i].m_axis[n + o], skid.s)
+            wiring.connect(m, skid.m, buf.s_axis)
+            m.submodules[f"data_out_skid_{i}_{o}"] = oskid = SkidBuffer(axis_beat_layout(w))
+            wiring.connect(m, buf.m_axis, oskid.s)
+            wiring.connect(m, oskid.m, data_mux.s_axis[i])
+        m.submodules[f"ctl_skid_{o}"] = skid = SkidBuffer(axis_beat_layout(w))
+        wiring.connect(m, ctl_mux.m_axis, skid.s)
+        wiring.connect(m, skid.m, ctl_buf.s_axis)
+        m.submodules[f"ctl_out_skid_{o}"] = skid = SkidBuffer(axis_beat_layout(w))
+        wiring.connect(m, ctl_buf.m_axis, skid.s)
+        wiring.connect(m, skid.m, out_mux.s_axis[0])
+        # pause holds data only: control frames (PROBE, REQUEST, GRANT) are their own
+        # class, as at the leaf's uplinks (UplinkTx). Holding them let a leaf that paused
+        # a spine starve its own link monitor of PROBEs and take every uplink down
+        # (docs/fabric.md, gse sim)
+        m.submodules[f"pause_gate_{o}"] = gate = PauseGate(w)
+        wiring.connect(m, data_mux.m_axis, gate.s_axis)
+        wiring.connect(m, gate.m_axis, out_mux.s_axis[1])
+        wiring.connect(m, out_mux.m_axis, wiring.flipped(self.m_axis[o]))
+        m.d.comb += [gate.pause.eq(self.pause_in[o]), self.stat_held_cycles[o].eq(gate.stat_held_cycles)]
+        m.d.comb += [
+            self.stat_ctl_out[o].eq(out_mux.stat_packets[0]),
+            self.stat_frames_out[o].eq(out_mux.stat_packets[0] + out_mux.stat_packets[1]),
+            self.stat_drop_bad[o].eq(ctl_buf.stat_drop_bad + sum(b.stat_drop_bad for b in data_bufs)),
+            self.stat_drop_oversize[o].eq(
+                ctl_buf.stat_drop_oversize + sum(b.stat_drop_oversize for b in data_bufs)
+            ),
+        ]
 
     def _registers(self, m):
         """The AXI4-Lite bank: ``s_route`` from ``spine.route_*``, the read-back and

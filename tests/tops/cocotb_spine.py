@@ -357,13 +357,14 @@ async def test_full_rate(dut):
 @cocotb.test()
 async def test_lossless_hot_spot(dut):
     """Every input sends jumbo frames to output 0 while it is stalled, more than its
-    queue holds: inputs are paused, nothing is dropped, all arrive when it resumes."""
+    (input, output) queue (16 KB) and its pause store's XOFF hold together (3 x 9000 B):
+    inputs are paused, nothing is dropped, all arrive when it resumes."""
     tb = SpineBench(dut, 4)
     await tb.start()
     await default_routes(tb)
     tb.sinks[0].pause = True
     for i in range(tb.n):
-        for _ in range(2):
+        for _ in range(3):
             tb.send(i, tb.gse_frame(0, 0, length=9000))
     for _ in range(8000):
         await RisingEdge(dut.clk)
@@ -372,12 +373,12 @@ async def test_lossless_hot_spot(dut):
     assert moved == 0 and held, f"output 0 stalled: {moved} frames out, inputs paused {held}"
     tb.sinks[0].pause = False
     await tb.drain()
-    tb.check([2] * tb.n)
+    tb.check([3] * tb.n)
 
 
 @cocotb.test()
 async def test_oversize_frame(dut):
-    """A frame longer than the data queue (40000 B > 32 KB) can never be stored whole:
+    """A frame longer than its (input, output) data queue (40000 B > 16 KB) can never be stored whole:
     it is dropped and counted in drop_oversize, and the frames around it pass."""
     tb = SpineBench(dut, 6)
     await tb.start()
@@ -460,3 +461,29 @@ async def test_paused_output_backs_up(dut):
     dut._log.info(
         "pause clocks per input %s; output 0 held %d clocks", tb.pause_clocks, tb.counter("held_cycles", 0)
     )
+
+
+@cocotb.test()
+async def test_merge_does_not_block_inputs(dut):
+    """Every input sends back to back, alternating frames for a hot output 0 and for its
+    own output (i + 1, or 1 for the input whose next is 0): output 0 merges N inputs at
+    once. Each (input, output) pair has its own data queue, so an input whose frame for
+    output 0 waits for the other inputs' frames still passes its frames for other outputs
+    and takes one beat per clock into its queues: no input store rises to XOFF (no
+    ``pause_<i>``) while the queues have room (here at most 6000 B per pair). A spine
+    with one data queue per output, fed by a round-robin of the inputs, writes one input
+    at a time and so drains each input at 1/N of the rate while they all send to output
+    0 (head-of-line blocking at the merge: the all-to-all pause cycle, docs/leaf.md)."""
+    tb = SpineBench(dut, 8)
+    tb.strict = False
+    await tb.start()
+    await default_routes(tb, missing=())
+    for i in range(tb.n):
+        other = (i + 1) % tb.n or 1
+        for k in range(12):
+            tb.send(i, tb.gse_frame(0, 0 if k % 2 == 0 else other, length=1000))
+    await tb.drain()
+    tb.check([12] * tb.n)
+    assert tb.pause_clocks == [0] * tb.n, f"inputs paused {tb.pause_clocks} clocks"
+    for i in range(tb.n):
+        assert tb.counter("pause_cycles", i) == 0, f"stat_pause_cycles_{i}"

@@ -23,7 +23,8 @@ __all__ = ["HostEgress"]
 
 
 class HostEgress(wiring.Component):
-    """Round-robin of the ``U`` uplinks' DATA for this port -> reorder buffer (GSE mode;
+    """GSE mode: per uplink an admission queue (store-and-forward, always ready, drops
+    what does not fit) -> round-robin of the ``U`` queues -> reorder buffer (GSE mode;
     bypassed with ``reorder`` = 0, ECMP) -> untag (parser, ``strip`` 1) -> egress FIFO
     (store-and-forward) -> :class:`~opengse.rtl.lib.pause_gate.PauseGate` -> host; beside it the port's
     :class:`~opengse.rtl.dgsq.arbiter.GrantArbiter` (GSE mode), which grants against
@@ -37,9 +38,16 @@ class HostEgress(wiring.Component):
 
     Interface:
 
-    * ``s_data[u]`` (in, AXI-Stream): this port's DATA from uplink u (always taken when
-      ``reorder`` = 1: the reorder buffer never back-pressures; in ECMP mode a full FIFO
-      back-pressures into the uplink, whose store then pauses the spine).
+    * ``s_data[u]`` (in, AXI-Stream): this port's DATA from uplink u. With ``reorder`` = 1
+      (GSE) always taken, into uplink u's own admission queue (a
+      :class:`~opengse.rtl.tops.packet_buffer.PacketBuffer` of the egress FIFO's size with
+      ``drop_full``): the U uplinks never wait for each other at the round-robin, so an
+      uplink's receive path never blocks on this port. What the queues hold is granted
+      and not yet arrived (outstanding), so together they never hold more than the
+      egress FIFO; a frame that finds its queue full anyway (more than was granted) is
+      dropped whole and counted (``stat_drop_admit``), a bad one (``tuser``) likewise
+      (``stat_admit_drop_bad``). In ECMP mode (no queues) a full FIFO back-pressures
+      into the uplink, whose store then pauses the spine.
     * ``m_axis`` (out): untagged frames to the host; ``pause_in`` (in): the host's
       pause (no new frame starts while it is 1).
     * ``node_id`` (in): this port's node (the GRANTs' ``src_node``).
@@ -48,7 +56,8 @@ class HostEgress(wiring.Component):
       port's sprayer (GSE mode; idle in ECMP mode).
     * ``fifo_level`` (out, beats), counters ``<part>_stat_*`` (``ro``, ``untag``,
       ``arb``, ``gf``), ``stat_frames_out``, ``stat_drop_bad`` / ``stat_drop_oversize``
-      (the FIFO's), ``stat_arrivals``.
+      (the FIFO's), ``stat_arrivals``, ``stat_drop_admit`` / ``stat_admit_drop_bad``
+      (the admission queues', GSE mode; 0 in ECMP mode).
 
     Arrivals: each frame that enters the FIFO (its last beat written) is reported to the
     arbiter: ``src_node``, ``dgsq``, ``credits`` = ceil((``len`` + 18) / 64) (the unit
@@ -98,6 +107,7 @@ class HostEgress(wiring.Component):
             self.gf = GrantFraming(slot_bits=self.arb.slot_bits)
             self.enc = ControlFrameEncoder(w, cfg.ethertype)
             self._parts.update(ro=self.ro, arb=self.arb, gf=self.gf)
+            self.adm = [PacketBuffer(self.depth, w, drop_full=True) for _ in range(U)]
         sig = AXIStreamSignature(w)
         members = {
             "s_data": In(sig).array(U),
@@ -112,6 +122,8 @@ class HostEgress(wiring.Component):
             "stat_drop_oversize": Out(32),
             "stat_arrivals": Out(32),
             "stat_pause_cycles": Out(32),
+            "stat_drop_admit": Out(32),
+            "stat_admit_drop_bad": Out(32),
         }
         from ...lib.stat_ports import stat_members
 
@@ -128,8 +140,18 @@ class HostEgress(wiring.Component):
         m.submodules.fifo = fifo = self.fifo
         m.submodules.untag = untag = self.untag
         m.submodules.gate = gate = self.gate
-        for u in range(U):
-            wiring.connect(m, wiring.flipped(self.s_data[u]), mux.s_axis[u])
+        if self.reorder:
+            for u, adm in enumerate(self.adm):
+                m.submodules[f"adm_{u}"] = adm
+                wiring.connect(m, wiring.flipped(self.s_data[u]), adm.s_axis)
+                wiring.connect(m, adm.m_axis, mux.s_axis[u])
+            m.d.comb += [
+                self.stat_drop_admit.eq(sum(a.stat_drop_full + a.stat_drop_oversize for a in self.adm)),
+                self.stat_admit_drop_bad.eq(sum(a.stat_drop_bad for a in self.adm)),
+            ]
+        else:
+            for u in range(U):
+                wiring.connect(m, wiring.flipped(self.s_data[u]), mux.s_axis[u])
         if self.reorder:
             m.submodules.ro = ro = self.ro
             wiring.connect(m, mux.m_axis, ro.s_axis)
