@@ -234,7 +234,12 @@ class GSESpine(wiring.Component):
         data_mux = PacketMux(n, w, policy=ROUND_ROBIN)
         ctl_buf = PacketBuffer(self.ctl_depth, w)
         out_mux = PacketMux(2, w, policy=PRIORITY)
-        for name, sub in (("ctl_mux", ctl_mux), ("data_mux", data_mux), ("ctl_buf", ctl_buf), ("out_mux", out_mux)):
+        for name, sub in (
+            ("ctl_mux", ctl_mux),
+            ("data_mux", data_mux),
+            ("ctl_buf", ctl_buf),
+            ("out_mux", out_mux),
+        ):
             m.submodules[f"{name}_{o}"] = sub
         data_bufs = []
         for i in range(n):

@@ -157,4 +157,10 @@ async def test_random_back_pressure(dut):
     assert missing <= full <= missing + bad and flagged <= bad, (full, flagged, missing, bad)
     assert full > 0, "the back-pressure must overfill the buffer here"
     assert tb.not_ready[0] == 0, f"tready was 0 in {tb.not_ready[0]} clocks"
-    dut._log.info("%d good packets: %d out, %d dropped full; %d bad", len(good), len(tb.got), tb.counter("drop_full"), bad)
+    dut._log.info(
+        "%d good packets: %d out, %d dropped full; %d bad",
+        len(good),
+        len(tb.got),
+        tb.counter("drop_full"),
+        bad,
+    )

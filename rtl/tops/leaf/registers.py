@@ -69,8 +69,10 @@ OWN_DOCS = {
     "stat_drop_oversize": "frames the egress FIFO dropped whole: larger than the FIFO",
     "stat_arrivals": "frames that entered the egress FIFO (arrivals reported to the arbiter)",
     "stat_pause_cycles": "clocks the receiver asked this port to pause",
-    "stat_drop_admit": "frames for this port dropped whole at an uplink's admission queue: more than was granted (GSE)",
-    "stat_admit_drop_bad": "frames for this port dropped whole at an uplink's admission queue: flagged bad (GSE)",
+    "stat_drop_admit": "frames for this port dropped whole at an uplink's admission queue: "
+    "more than was granted (GSE)",
+    "stat_admit_drop_bad": "frames for this port dropped whole at an uplink's admission queue: "
+    "flagged bad (GSE)",
     "fifo_level": "beats in the egress FIFO",
     "stat_probes": "PROBE frames received (uplink) or sent (uplink tx)",
     "stat_drop_unrouted": "frames dropped whole: no output here (DATA for another leaf, not GSE, "
