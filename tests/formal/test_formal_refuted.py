@@ -11,10 +11,10 @@ from opengse.sim.formal.tagging import TaggerLength
 from opengse.sim.runner import BUILD_ROOT
 
 
-def _refuted(top, depth, name, mode="bmc"):
+def _refuted(top, depth, name, mode="bmc", extra_ports=()):
     res = prove(
         top,
-        ports=inputs_of(top.dut),
+        ports=inputs_of(top.dut) + list(extra_ports),
         depth=depth,
         mode=mode,
         check=False,
@@ -66,16 +66,7 @@ def test_container_framing_needs_the_manager_rule():
     from opengse.sim.formal.container_framing import FramingInContext
 
     top = FramingInContext(manager_rule=False)
-    res = prove(
-        top,
-        ports=inputs_of(top.dut) + [top.will_be_empty],
-        depth=6,
-        mode="bmc",
-        check=False,
-        workdir=BUILD_ROOT / "formal" / "refuted-container_framing_two_per_queue",
-        engine="smtbmc yices",
-    )
-    assert res.status == "FAIL", f"expected a counterexample, got {res.status}\n{res.tail()}"
+    _refuted(top, 6, "container_framing_two_per_queue", extra_ports=[top.will_be_empty])
 
 
 def test_pause_fifo_headroom_is_tight():
@@ -120,13 +111,4 @@ def test_traffic_gen_frame_runs_credit_below_zero():
     from opengse.sim.formal.traffic_gen import GenRate
 
     top = GenRate(slack_beats=0)
-    res = prove(
-        top,
-        ports=inputs_of(top.dut) + [top.mark],
-        depth=16,
-        mode="bmc",
-        check=False,
-        workdir=BUILD_ROOT / "formal" / "refuted-traffic_gen_no_slack",
-        engine="smtbmc yices",
-    )
-    assert res.status == "FAIL", f"expected a counterexample, got {res.status}\n{res.tail()}"
+    _refuted(top, 16, "traffic_gen_no_slack", extra_ports=[top.mark])
