@@ -72,7 +72,8 @@ _REGRESSION_ENTRY_POINT = "cocotb.regression:_run_regression"
 
 #: Where every export, build and cocotb run appends its seconds (one JSON line each:
 #: pytest test, block, phase, wall, CPU of this process and of its children), so a
-#: regression's CPU splits into export, build and run (docs/development.md). Set
+#: regression's CPU splits into export, build and run (docs/development.md;
+#: ``tests/conftest.py`` adds one ``test`` line per pytest test). Set
 #: ``OPENGSE_TIMINGS=0`` to write nothing.
 TIMINGS_ENV = "OPENGSE_TIMINGS"
 
@@ -89,22 +90,31 @@ def _timed(phase, block, build_dir):
         yield
     finally:
         now = resource.getrusage(resource.RUSAGE_CHILDREN)
-        record = {
-            "test": os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0],
-            "block": block,
-            "dir": build_dir.name,
-            "phase": phase,
-            "wall": round(time.monotonic() - wall, 2),
-            "cpu": round(time.process_time() - cpu, 2),
-            "child_cpu": round(now.ru_utime + now.ru_stime - kids.ru_utime - kids.ru_stime, 2),
-        }
-        try:
-            path = BUILD_ROOT / "sim" / "timings.jsonl"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "a") as f:
-                f.write(json.dumps(record) + "\n")
-        except OSError:
-            pass
+        record_timing(
+            {
+                "test": os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0],
+                "block": block,
+                "dir": build_dir.name,
+                "phase": phase,
+                "wall": round(time.monotonic() - wall, 2),
+                "cpu": round(time.process_time() - cpu, 2),
+                "child_cpu": round(now.ru_utime + now.ru_stime - kids.ru_utime - kids.ru_stime, 2),
+            }
+        )
+
+
+def record_timing(record):
+    """Append ``record`` (a dict) as one JSON line to ``build/sim/timings.jsonl``, unless
+    ``$OPENGSE_TIMINGS`` is ``0``; ``python -m opengse.sim.timings`` ranks the lines."""
+    if os.environ.get(TIMINGS_ENV, "") == "0":
+        return
+    try:
+        path = BUILD_ROOT / "sim" / "timings.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+    except OSError:
+        pass
 
 
 @contextmanager
