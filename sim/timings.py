@@ -45,7 +45,7 @@ def per_key(rows, by="test"):
     """``{key: {"export_self", "export_child", "build", "run", "test", "wall", "n"}}``:
     CPU seconds summed per test (``by="test"``), per test folder, per build directory
     or per phase. ``test`` is the whole test's CPU (0 when no ``test`` line was
-    recorded); ``wall`` the test's wall seconds (else the phases')."""
+    recorded); ``wall`` the test's wall seconds (without a ``test`` line, its phases')."""
     out = defaultdict(lambda: defaultdict(float))
     for row in rows:
         phase = row.get("phase")
@@ -68,8 +68,11 @@ def per_key(rows, by="test"):
         elif phase == "test":
             acc["test"] += _cpu(row)
             acc["n"] += 1
-        if phase == "test" or by in ("dir", "phase"):
-            acc["wall"] += row.get("wall", 0.0)
+        acc["wall" if phase == "test" or by in ("dir", "phase") else "phase_wall"] += row.get("wall", 0.0)
+    for acc in out.values():
+        if not acc["wall"]:
+            acc["wall"] = acc["phase_wall"]
+        acc.pop("phase_wall", None)
     return out
 
 
