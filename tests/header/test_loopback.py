@@ -4,9 +4,10 @@ from loopback_top import LOOPBACK
 from opengse.sim.runner import run_cocotb
 
 
-#: The narrowest and the widest beat run by default; the middle one (a Verilator build
-#: of its own) under ``make test-slow``.
-WIDTHS = [8, pytest.param(64, marks=pytest.mark.slow), 256]
+#: The widest beat runs by default, the others (each a Verilator build of its own) under
+#: ``make test-slow``: the tagger and the parser are each checked at 8 bits against the
+#: reference by their own tests (test_tagger.py, test_parser.py's 8-0).
+WIDTHS = [pytest.param(8, marks=pytest.mark.slow), pytest.param(64, marks=pytest.mark.slow), 256]
 
 
 @pytest.mark.parametrize("data_width", WIDTHS)

@@ -3,8 +3,11 @@ run under Icarus Verilog (cocotb's ``icarus`` runner) with the same cocotb tests
 reference models as on Verilator. Skipped, saying why, where ``iverilog`` is not
 installed (Debian package ``iverilog``; ``make icarus`` installs it where it can).
 
-Any other bench runs on Icarus with ``OPENGSE_SIM=icarus`` in the environment
-(sim/runner.py); these are the ones the regression keeps on it."""
+Each runs one cocotb test of its bench, the one with the most traffic (random
+back-pressure, malformed frames where the block has them): Icarus is several times
+slower than Verilator, and the bench's other tests run on Verilator. Any other bench,
+or the whole of one, runs on Icarus with ``OPENGSE_SIM=icarus`` in the environment
+(sim/runner.py)."""
 
 import shutil
 import sys
@@ -34,6 +37,9 @@ VOQ_SMALL = dict(
     credit_unit=1,
 )
 
+#: The header benches' 64-bit builds (test_header_uvm.py's, the soaks').
+PARSER, TAGGER = {"data_width": 64, "strip": 1}, {"data_width": 64}
+
 #: The reorder bench's configuration (tests/pktc/test_pktc.py REORDER).
 REORDER = {"data_width": 64, "sources": 4, "window": 8, "slot_bytes": 1024, "timeout": 3000}
 
@@ -41,8 +47,8 @@ REORDER = {"data_width": 64, "sources": 4, "window": 8, "slot_bytes": 1024, "tim
 @pytest.mark.parametrize(
     "block,params,module,testcase",
     [
-        pytest.param("parser", {"data_width": 64, "strip": 1}, "cocotb_parser", None, id="parser"),
-        pytest.param("tagger", {"data_width": 64}, "cocotb_tagger", None, id="tagger"),
+        pytest.param("parser", PARSER, "cocotb_parser", "test_parse_backpressure", id="parser"),
+        pytest.param("tagger", TAGGER, "cocotb_tagger", "test_backpressure_and_malformed", id="tagger"),
         pytest.param("voq", VOQ_SMALL, "cocotb_voq", "test_concurrent_backpressure", id="voq"),
         pytest.param("reorder", REORDER, "cocotb_reorder", "test_random_mix_backpressure", id="reorder"),
     ],
