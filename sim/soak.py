@@ -32,6 +32,7 @@ beat with ``tkeep == 0`` adds no byte; docs/voq.md) and the bytes a sink receive
 """
 
 import logging
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -110,8 +111,12 @@ def quiet_frame_logs():
 
 def soak_time_limit_ms(n, clocks_per_input, floor_ms=50.0):
     """A simulated-time limit for a soak of ``n`` inputs that each take about
-    ``clocks_per_input`` clocks of 10 ns, with a 4x margin."""
-    return max(floor_ms, n * clocks_per_input * 4 * 10e-6)
+    ``clocks_per_input`` clocks of 10 ns, with a 4x margin, in whole milliseconds:
+    cocotb refuses a limit it cannot hold in picoseconds exactly (1e5 x 60 clocks gave
+    240.00000000000003 ms in floats, and the VOQ's 1e5 soak failed before its first
+    clock)."""
+    ns = math.ceil(n * clocks_per_input * 4 * 10)
+    return float(max(floor_ms, -(-ns // 1_000_000)))
 
 
 @dataclass
