@@ -58,6 +58,7 @@ __all__ = [
     "ProgressWatchdog",
     "check_conservation",
     "check_full_return",
+    "assert_quiet",
     "ReasonTally",
 ]
 
@@ -491,6 +492,18 @@ def check_conservation(sent, delivered, counters, expected, drop_names, what="fr
     if delivered + drops != sent:
         msgs.append(f"{what}: delivered {delivered} + dropped {drops} != sent {sent}")
     assert not msgs, "; ".join(msgs)
+
+
+async def assert_quiet(clk, valids, clocks=200, what="at rest"):
+    """Assert that no handle of ``valids`` (``{port: valid handle}``) is high for
+    ``clocks`` clocks: once the bench's inputs are done and every expected output was
+    taken, the block holds nothing (no part of a frame, no stale entry). The full
+    return of a block without free counts; a soak then sends known-good inputs and
+    checks they come through as they would after a reset."""
+    for k in range(clocks):
+        await RisingEdge(clk)
+        high = [name for name, valid in valids.items() if int(valid.value)]
+        assert not high, f"{what}: {', '.join(high)} valid {k} clocks after the last expected output"
 
 
 def check_full_return(dut, full=None, clear=(), what="end of run"):
