@@ -32,6 +32,7 @@ beat with ``tkeep == 0`` adds no byte; docs/voq.md) and the bytes a sink receive
 """
 
 import logging
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -57,6 +58,7 @@ __all__ = [
     "ProgressWatchdog",
     "check_conservation",
     "check_full_return",
+    "assert_quiet",
     "ReasonTally",
 ]
 
@@ -110,8 +112,12 @@ def quiet_frame_logs():
 
 def soak_time_limit_ms(n, clocks_per_input, floor_ms=50.0):
     """A simulated-time limit for a soak of ``n`` inputs that each take about
-    ``clocks_per_input`` clocks of 10 ns, with a 4x margin."""
-    return max(floor_ms, n * clocks_per_input * 4 * 10e-6)
+    ``clocks_per_input`` clocks of 10 ns, with a 4x margin, in whole milliseconds:
+    cocotb refuses a limit it cannot hold in picoseconds exactly (1e5 x 60 clocks gave
+    240.00000000000003 ms in floats, and the VOQ's 1e5 soak failed before its first
+    clock)."""
+    ns = math.ceil(n * clocks_per_input * 4 * 10)
+    return float(max(floor_ms, -(-ns // 1_000_000)))
 
 
 @dataclass
@@ -486,6 +492,18 @@ def check_conservation(sent, delivered, counters, expected, drop_names, what="fr
     if delivered + drops != sent:
         msgs.append(f"{what}: delivered {delivered} + dropped {drops} != sent {sent}")
     assert not msgs, "; ".join(msgs)
+
+
+async def assert_quiet(clk, valids, clocks=200, what="at rest"):
+    """Assert that no handle of ``valids`` (``{port: valid handle}``) is high for
+    ``clocks`` clocks: once the bench's inputs are done and every expected output was
+    taken, the block holds nothing (no part of a frame, no stale entry). The full
+    return of a block without free counts; a soak then sends known-good inputs and
+    checks they come through as they would after a reset."""
+    for k in range(clocks):
+        await RisingEdge(clk)
+        high = [name for name, valid in valids.items() if int(valid.value)]
+        assert not high, f"{what}: {', '.join(high)} valid {k} clocks after the last expected output"
 
 
 def check_full_return(dut, full=None, clear=(), what="end of run"):

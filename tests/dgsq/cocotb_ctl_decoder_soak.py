@@ -7,7 +7,9 @@ shorter than 32 without the GSE EtherType -> ``drop_other``; GSE and shorter tha
 or ``ver`` != 1, reserved ``type``, ``ttl`` 0 -> ``drop_malformed``; not GSE, DATA or
 PROBE -> ``drop_other``; else REQUEST/GRANT fields on ``m_ctl``. Every entry checked,
 every counter exact, delivered + drops == sent, a progress watchdog on s_axis and
-m_ctl."""
+m_ctl. Full return (the decoder has no free counts): no ``m_ctl`` valid for 200 clocks
+after the last expected entry, then good REQUEST/GRANT frames decoded exactly and
+counted in ``stat_ctl`` only."""
 
 import os
 import random
@@ -20,13 +22,21 @@ from cocotbext.axi import AxiStreamBus, AxiStreamSource
 
 from opengse.sim.cocotb_util import random_pause, reset_dut
 from opengse.sim.gse_scapy import GSE, GSE_ETHERTYPE
-from opengse.sim.soak import HostileFrames, ProgressWatchdog, ReasonTally, check_conservation, soak_inputs
+from opengse.sim.soak import (
+    HostileFrames,
+    ProgressWatchdog,
+    ReasonTally,
+    assert_quiet,
+    check_conservation,
+    soak_inputs,
+)
 from opengse.sim.valid_ready import FieldStreamSink
 
 FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq", "len", "dgsq")
 COUNTERS = ("ctl", "drop_other", "drop_malformed", "drop_err")
 DEBUG = bool(os.environ.get("SOAK_DEBUG"))
 DROPS = ("drop_other", "drop_malformed", "drop_err")
+RETURN_FRAMES = 8  # good frames after the soak (the full return)
 
 
 def decode_reference(h):
@@ -83,10 +93,7 @@ async def test_ctl_decoder_soak(dut):
             assert got == want, f"frame {i} ({label}): m_ctl {got} != {want}"
             checked += 1
 
-    for i in range(n):
-        h = gen.fabric()
-        if h.label.startswith("data") and rng.random() < 0.5:
-            h = gen.shape(gen.gse(42, type=rng.choice((1, 2))), "ctl")  # more good control frames
+    async def offer(i, h):
         counter, fields = decode_reference(h)
         sent.add(counter)
         if fields is not None:
@@ -103,14 +110,32 @@ async def test_ctl_decoder_soak(dut):
             assert total == i + 1, (
                 f"frame {i} ({h.label}, {len(h.frame.tdata)} B) counted nowhere ({counter} expected)"
             )
-    while expected:
-        await wd.wait(lambda: not sink.empty(), f"entry of frame {expected[0][0]} on m_ctl")
+
+    async def settle(total, what):
+        while expected:
+            await wd.wait(lambda: not sink.empty(), f"entry of frame {expected[0][0]} on m_ctl")
+            drain()
+        await wd.wait(lambda: source.idle(), "s_axis to take every frame")
+        await assert_quiet(dut.clk, {"m_ctl": dut.m_ctl_valid}, 200, what)
         drain()
-    await wd.wait(lambda: source.idle(), "s_axis to take every frame")
-    for _ in range(200):
-        await RisingEdge(dut.clk)
-    drain()
-    assert sink.empty(), "m_ctl entries left over"
-    counters = {c: int(getattr(dut, f"stat_{c}").value) for c in COUNTERS}
-    check_conservation(n, counters["ctl"], counters, sent.counts, DROPS)
-    dut._log.info("ctl decoder soak: %d frames, %d entries; %s", n, checked, sent.table())
+        assert sink.empty(), f"{what}: m_ctl entries left over"
+        counters = {c: int(getattr(dut, f"stat_{c}").value) for c in COUNTERS}
+        check_conservation(total, counters["ctl"], counters, sent.counts, DROPS)
+
+    for i in range(n):
+        h = gen.fabric()
+        if h.label.startswith("data") and rng.random() < 0.5:
+            h = gen.shape(gen.gse(42, type=rng.choice((1, 2))), "ctl")  # more good control frames
+        await offer(i, h)
+    await settle(n, "after the soak")
+    # Full return: good REQUEST/GRANT frames after the hostile run decode as after a reset.
+    for i in range(n, n + RETURN_FRAMES):
+        await offer(i, gen.shape(gen.gse(42, type=1 + i % 2), "return_ctl"))
+    await settle(n + RETURN_FRAMES, "after the return frames")
+    dut._log.info(
+        "ctl decoder soak: %d frames (+%d good ones after), %d entries; %s",
+        n,
+        RETURN_FRAMES,
+        checked,
+        sent.table(),
+    )

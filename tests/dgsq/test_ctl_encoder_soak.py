@@ -13,7 +13,7 @@ def _run(n):
         {"data_width": 64},
         "cocotb_ctl_encoder_soak",
         extra_env=soak_env(n),
-        sim_time_limit_ms=round(soak_time_limit_ms(n, 30, floor_ms=5.0), 3),
+        sim_time_limit_ms=soak_time_limit_ms(n, 30, floor_ms=5.0),
     )
 
 

@@ -16,8 +16,7 @@ def _run(n):
         "cocotb_manager_soak",
         build_args=BUILD_ARGS,
         extra_env=soak_env(n),
-        # (rounded: the simulator rejects a limit it cannot represent in ps)
-        sim_time_limit_ms=round(soak_time_limit_ms(n, 60), 3),
+        sim_time_limit_ms=soak_time_limit_ms(n, 60),
     )
 
 

@@ -8,18 +8,25 @@ from collections import deque
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamSink, AxiStreamSource
 
 from opengse.sim.cocotb_util import random_pause, reset_dut
 from opengse.sim.parser_model import HDR_FIELDS, parse_reference
 from opengse.sim.runner import test_params
-from opengse.sim.soak import HostileFrames, ProgressWatchdog, ReasonTally, check_conservation, soak_inputs
+from opengse.sim.soak import (
+    HostileFrames,
+    ProgressWatchdog,
+    ReasonTally,
+    assert_quiet,
+    check_conservation,
+    soak_inputs,
+)
 from opengse.sim.valid_ready import FieldStreamSink
 
 SIDE_FIELDS = HDR_FIELDS + ("gse", "eth_dst", "eth_src", "eth_type")
 COUNTERS = ("frames", "other", "drop_runt", "drop_ver", "drop_type", "drop_ttl", "err_len", "err_frame")
 DROPS = ("drop_runt", "drop_ver", "drop_type", "drop_ttl")
+RETURN_FRAMES = 8  # good frames after the soak (the full return)
 
 
 def last_user(frame):
@@ -92,8 +99,7 @@ async def run_soak(dut, n, stuck=False, limit=20_000):
             assert last_user(got) == int(err), f"{where}: tuser {last_user(got)} != {int(err)}"
             checked += 1
 
-    for i in range(n):
-        h = gen.fabric()
+    async def offer(i, h):
         ref = parse_reference(h.counted, h.bad, strip=strip)
         if ref[0] == "drop":
             sent.add(f"drop_{ref[1]}")
@@ -109,16 +115,32 @@ async def run_soak(dut, n, stuck=False, limit=20_000):
             await wd.wait(lambda: source.count() < 16, "room in the s_axis queue")
         source.send_nowait(h.frame)
         drain()
-    while expected:
-        await wd.wait(lambda: not sink.empty() or not hdr.empty(), f"frame {expected[0][0]} on m_axis")
+
+    async def settle(total, what):
+        while expected:
+            await wd.wait(lambda: not sink.empty() or not hdr.empty(), f"frame {expected[0][0]} on m_axis")
+            drain()
+        await wd.wait(lambda: source.idle(), "s_axis to take every frame")
+        await assert_quiet(dut.clk, {"m_axis": dut.m_axis_tvalid, "m_hdr": dut.m_hdr_valid}, 200, what)
         drain()
-    await wd.wait(lambda: source.idle(), "s_axis to take every frame")
-    for _ in range(200):
-        await RisingEdge(dut.clk)
-    drain()
-    assert sink.empty() and hdr.empty() and not got_frames and not got_hdrs, (
-        "output left over after the expected frames"
+        assert sink.empty() and hdr.empty() and not got_frames and not got_hdrs, (
+            f"{what}: output left over after the expected frames"
+        )
+        counters = {c: int(getattr(dut, f"stat_{c}").value) for c in COUNTERS}
+        check_conservation(total, counters["frames"] + counters["other"], counters, sent.counts, DROPS)
+
+    for i in range(n):
+        await offer(i, gen.fabric())
+    await settle(n, "after the soak")
+    # Full return: good DATA frames after the hostile run are parsed as after a reset.
+    for i in range(n, n + RETURN_FRAMES):
+        await offer(i, gen.shape(gen.gse(gen.size(), type=0), "return_data"))
+    await settle(n + RETURN_FRAMES, "after the return frames")
+    dut._log.info(
+        "parser soak: %d frames (+%d good ones after), %d delivered; counters %s; made: %s",
+        n,
+        RETURN_FRAMES,
+        checked,
+        {c: int(getattr(dut, f"stat_{c}").value) for c in COUNTERS},
+        gen.made,
     )
-    counters = {c: int(getattr(dut, f"stat_{c}").value) for c in COUNTERS}
-    check_conservation(n, counters["frames"] + counters["other"], counters, sent.counts, DROPS)
-    dut._log.info("parser soak: %d frames, %d delivered; made: %s", n, checked, gen.made)

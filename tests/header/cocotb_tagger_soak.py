@@ -3,14 +3,15 @@ runts of 1-13 bytes, bad frames, spoof+bad and runt+bad, tuser on an earlier bea
 a last beat with tkeep 0 or with holes, 1 B to 10 kB) with one s_hdr entry each, under
 random idle cycles and back-pressure; every frame checked against the reference tagging
 (the brief's byte table), every counter exact, delivered + drops == sent, a progress
-watchdog on s_axis and m_axis, and no s_hdr entry left over at the end."""
+watchdog on s_axis and m_axis, and no s_hdr entry left over at the end. Full return
+(the tagger has no free counts): no output valid for 200 clocks after the last expected
+frame, then good frames tagged exactly and counted as frames only."""
 
 import random
 from collections import deque
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamSink, AxiStreamSource
 
 from opengse.sim.cocotb_util import random_pause, reset_dut
@@ -20,6 +21,7 @@ from opengse.sim.soak import (
     HostileFrames,
     ProgressWatchdog,
     ReasonTally,
+    assert_quiet,
     check_conservation,
     gse_header,
     soak_inputs,
@@ -30,6 +32,7 @@ from opengse.sim.valid_ready import FieldStreamSource
 HDR_FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq", "len", "dgsq")
 COUNTERS = ("frames", "drop_spoof", "drop_runt", "err_frame")
 DROPS = ("drop_spoof", "drop_runt")
+RETURN_FRAMES = 8  # good frames after the soak (the full return)
 
 
 def last_user(frame):
@@ -78,8 +81,7 @@ async def test_tagger_soak(dut):
             assert last_user(got) == int(bad), f"{where}: tuser {last_user(got)} != {int(bad)}"
             checked += 1
 
-    for i in range(n):
-        h = gen.host()
+    async def offer(i, h):
         fields = random_tag_fields(rng, len(h.counted))
         if len(h.counted) < 14:
             sent.add("drop_runt")
@@ -102,15 +104,31 @@ async def test_tagger_soak(dut):
         source.send_nowait(h.frame)
         hdr.send(fields)
         drain()
-    while expected:
-        await wd.wait(lambda: not sink.empty(), f"frame {expected[0][0]} on m_axis")
+
+    async def settle(total, what):
+        while expected:
+            await wd.wait(lambda: not sink.empty(), f"frame {expected[0][0]} on m_axis")
+            drain()
+        await wd.wait(lambda: source.idle(), "s_axis to take every frame")
+        await assert_quiet(dut.clk, {"m_axis": dut.m_axis_tvalid}, 200, what)
         drain()
-    await wd.wait(lambda: source.idle(), "s_axis to take every frame")
-    for _ in range(200):
-        await RisingEdge(dut.clk)
-    drain()
-    assert sink.empty(), "output left over after the expected frames"
-    await hdr.wait()  # every s_hdr entry consumed (bounded: fails naming s_hdr)
-    counters = {c: int(getattr(dut, f"stat_{c}").value) for c in COUNTERS}
-    check_conservation(n, counters["frames"], counters, sent.counts, DROPS)
-    dut._log.info("tagger soak: %d frames, %d delivered; made: %s", n, checked, gen.made)
+        assert sink.empty(), f"{what}: output left over after the expected frames"
+        await hdr.wait()  # every s_hdr entry consumed (bounded: fails naming s_hdr)
+        counters = {c: int(getattr(dut, f"stat_{c}").value) for c in COUNTERS}
+        check_conservation(total, counters["frames"], counters, sent.counts, DROPS)
+
+    for i in range(n):
+        await offer(i, gen.host())
+    await settle(n, "after the soak")
+    # Full return: good frames after the hostile run are tagged as after a reset.
+    for i in range(n, n + RETURN_FRAMES):
+        await offer(i, gen.shape(gen.plain(gen.size()), "return_plain"))
+    await settle(n + RETURN_FRAMES, "after the return frames")
+    dut._log.info(
+        "tagger soak: %d frames (+%d good ones after), %d delivered; counters %s; made: %s",
+        n,
+        RETURN_FRAMES,
+        checked,
+        {c: int(getattr(dut, f"stat_{c}").value) for c in COUNTERS},
+        gen.made,
+    )

@@ -20,8 +20,7 @@ def _run(n, env=None):
         build_args=VERILATOR_ARGS,
         cxx_opt="-O0",
         extra_env={**soak_env(n), **(env or {})},
-        # (rounded: the simulator rejects a limit it cannot represent in ps)
-        sim_time_limit_ms=round(soak_time_limit_ms(n, 60, floor_ms=5.0), 3),
+        sim_time_limit_ms=soak_time_limit_ms(n, 60, floor_ms=5.0),
     )
 
 
