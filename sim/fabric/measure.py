@@ -12,8 +12,9 @@ Figures of one run (:func:`measure`):
   (hosts x bytes per beat x window clocks): the host line capacity;
 * ``halves``: the same over each half of the window; ``timeline``: per sample
   interval (throughput over time);
-* ``overhead_limit`` (:mod:`.overhead`): from the busy clocks of host egress links,
-  uplinks and downlinks in the window;
+* ``overhead_limit`` (:mod:`.overhead`): from the data and control frames the host
+  egress links, uplinks and downlinks carried in the window and the frames the
+  checkers took (every figure counted at a frame's end, none per clock); never above 1;
 * ``drops``: frames dropped anywhere in the switches (every ``drop`` counter of the
   leaves and spines) plus frames lost on failed links, over the whole run;
   ``refused_beats``: beats a link delivered to a receiver that was not ready (lost;
@@ -36,7 +37,7 @@ Figures of one run (:func:`measure`):
 import math
 import re
 
-from .overhead import measured_limit
+from .overhead import TAG_BYTES, measured_limit
 
 __all__ = ["Counters", "measure", "percentile_from_histogram", "tenant_figures"]
 
@@ -174,22 +175,39 @@ def measure(cn, shape, start, warmup, roles, *, histogram=None, bytes_per_beat=8
     out["downlink_util"] = {f"spine{u}->leaf{l}": cn.delta(n, i0, i1) / clocks for (u, l), n in dn.items()}
     out["uplink_util"] = {f"leaf{l}->spine{u}": cn.delta(n, i0, i1) / clocks for (l, u), n in up.items()}
     delivered = _sum(cn, rx_bytes, i0, i1)
-    classes = {
-        "host_links": (len(host), _sum(cn, host, i0, i1), delivered),
-        "uplinks": (len(up), _sum(cn, up.values(), i0, i1), delivered),
-        "downlinks": (len(dn), _sum(cn, dn.values(), i0, i1), delivered),
-    }
+    # -- the overhead limit, from frame counts only (each counted at a frame's end)
+    rx_frames = [f"chk{n}.{roles.get('chk_frames', 'stat_good_frames')}" for n in range(N)]
+    rx_frames = [n for n in rx_frames if cn.has(n)]
     # PROBEs sent up each uplink come back down the same link (the spine returns them)
     ctl_w = -(-60 // W)
     sent = cn.match(r"leaf\d+\.lm_stat_probes_sent_\d+")
     rcvd = cn.match(r"leaf\d+\.lm_stat_probes_rcvd_\d+")
-    probes = {"uplinks": _sum(cn, sent, i0, i1) * ctl_w, "downlinks": _sum(cn, rcvd, i0, i1) * ctl_w}
-    out["probe_beats"] = probes
-    out["overhead_limit"], out["limit_by_links"] = measured_limit(classes, N, W, probes)
+    probes = {"uplinks": _sum(cn, sent, i0, i1), "downlinks": _sum(cn, rcvd, i0, i1)}
+    out["probe_beats"] = {k: v * ctl_w for k, v in probes.items()}
+    # control frames down the spines' outputs (PROBEs included); every REQUEST and GRANT
+    # went up one uplink to get there
     ctl = [f"spine{u}.stat_ctl_out_{l}" for u in range(S) for l in range(L)]
     ctl_frames = _sum(cn, [c for c in ctl if cn.has(c)], i0, i1)
-    ctl_beats = ctl_frames * -(-60 // W)
-    busy = classes["downlinks"][1]
+    req_grant = max(0, ctl_frames - probes["downlinks"])
+
+    def frames(names):
+        return _sum(cn, [n.replace("stat_beats", "stat_frames") for n in names], i0, i1)
+
+    classes = {
+        "host_links": (len(host), frames(host), 0, 0),
+        "uplinks": (
+            len(up),
+            max(0, frames(up.values()) - req_grant - probes["uplinks"]),
+            req_grant,
+            TAG_BYTES,
+        ),
+        "downlinks": (len(dn), max(0, frames(dn.values()) - ctl_frames), req_grant, TAG_BYTES),
+    }
+    out["overhead_limit"], out["limit_by_links"] = measured_limit(
+        classes, N, (_sum(cn, rx_frames, i0, i1), delivered), W
+    )
+    ctl_beats = ctl_frames * ctl_w
+    busy = _sum(cn, dn.values(), i0, i1)
     out["control_share"] = ctl_beats / busy if busy else 0.0
     # -- drops over the whole run
     last = len(cn.cycles) - 1

@@ -12,26 +12,45 @@ Two ways to get it:
   container, a REQUEST per container, a PROBE every 1024 clocks on every link give
   0.950 at 1500 B and 0.968 at 9000 B; PROBEs only on links without data, the link
   monitor's rule since ``idle_only``, give 0.958 / 0.975).
-* :func:`measured_limit` - from what a run actually carried: for each class of links
-  (host egress links, leaf-to-spine uplinks, spine-to-leaf downlinks), the clocks it
-  was busy and the original bytes it carried in that time. A perfect scheduler keeps
-  every link of the class busy with the same mix, so the class could deliver
-  ``links x clocks x W x (original bytes / busy beats / W)``; relative to the hosts'
-  line capacity that is ``links / hosts x bytes / (busy_beats x W)``. The limit is the
-  smallest class's.
+* :func:`measured_limit` - from what a run actually carried, counted in frames: for
+  each class of links (host egress links, leaf-to-spine uplinks, spine-to-leaf
+  downlinks), the data frames and the control frames it carried in the window, and
+  the frames and original bytes the checkers took. A perfect scheduler keeps every
+  link of the class busy with the same mix, so the class could deliver ``links x W``
+  bytes per clock of that mix: relative to the hosts' line capacity, ``links / hosts x
+  F / (W x beats the class needs per delivered frame)``, where ``F`` is the mean
+  original frame and the beats per delivered frame are the class's share of the
+  frames (at most 1: a frame crosses a class once) times the tagged frame's beats,
+  plus its control frames' beats per delivered frame. The limit is the smallest
+  class's, and never above 1: the host links' class is ``F / (W x ceil(F / W))``.
+
+  Every input is counted at a frame's end, so the figure is exact for one frame size
+  whatever the window. The earlier form, original bytes counted at a frame's end over
+  beats counted per clock, was off by up to a frame per link at each end of the window
+  (1125 beats at 9000 B, about 1 % of a 120 000-clock window at full rate, more at
+  lower rates): it read 1.0006 in one 9000 B run, which no scheduler can reach. With
+  a mix of sizes the beats of a frame are taken for the mean size, with half a beat
+  of rounding (the expected partial last beat of sizes spread over many beats).
 
 PROBEs follow the link monitor's rule (rtl/pktc/link_monitor.py, ``idle_only``): a
 link that sent data and received a frame in an interval sends no PROBE in the next,
 so a link a perfect scheduler keeps loaded both ways pays none. A run that falls
-short of line rate leaves intervals idle, and the PROBEs sent in them are busy beats
-of that run only: :func:`measured_limit` takes them out of the busy beats of the
-classes that carry data (``probe_beats``), so that the limit stays what a perfect
-scheduler could reach on the same links.
+short of line rate leaves intervals idle, and the PROBEs sent in them are frames of
+that run only: :func:`measured_limit` is given the control frames without them
+(REQUESTs and GRANTs), so that the limit stays what a perfect scheduler could reach
+on the same links.
 """
 
 import math
 
-__all__ = ["analytic_limit", "measured_limit", "frame_beats", "CONTROL_FRAME_BYTES", "TAG_BYTES"]
+__all__ = [
+    "analytic_limit",
+    "measured_limit",
+    "frame_beats",
+    "frame_beats_of_mean",
+    "CONTROL_FRAME_BYTES",
+    "TAG_BYTES",
+]
 
 TAG_BYTES = 18
 CONTROL_FRAME_BYTES = 60
@@ -74,15 +93,35 @@ def analytic_limit(
     return min(fabric, host)
 
 
-def measured_limit(classes, hosts, bytes_per_beat=8, probe_beats=None):
-    """``classes``: ``{name: (links, busy_beats, original_bytes)}`` over one window;
-    ``probe_beats``: ``{name: beats of PROBE frames among that class's busy beats}``
-    (left out: a link kept loaded sends none). Returns ``(limit, {name: limit of that
-    class})``. A class that carried nothing sets no limit (``math.inf``)."""
-    per, probe_beats = {}, probe_beats or {}
-    for name, (links, beats, nbytes) in classes.items():
-        if nbytes > 0:
-            beats -= min(probe_beats.get(name, 0), beats)
-        per[name] = math.inf if beats <= 0 else links / hosts * nbytes / (beats * bytes_per_beat)
+def frame_beats_of_mean(mean_bytes, bytes_per_beat=8):
+    """Beats of a frame of ``mean_bytes`` (a whole number: exactly; otherwise the mean
+    of a mix of sizes: ``mean / W`` plus the expected partial last beat ``(W - 1) /
+    2W``)."""
+    if float(mean_bytes).is_integer():
+        return frame_beats(int(mean_bytes), bytes_per_beat)
+    return mean_bytes / bytes_per_beat + (bytes_per_beat - 1) / (2 * bytes_per_beat)
+
+
+def measured_limit(classes, hosts, delivered, bytes_per_beat=8):
+    """``classes``: ``{name: (links, data_frames, control_frames, tag_bytes)}`` over one
+    window (control frames without the PROBEs a loaded link would not send; tag_bytes:
+    what a data frame carries on that class beyond the original frame, 18 on fabric
+    links, 0 on host links); ``delivered``: ``(frames, original bytes)`` the checkers
+    took in the window. Returns ``(limit, {name: limit of that class})``; a class that
+    carried no data frame sets no limit (``math.inf``); nothing delivered: ``nan``."""
+    frames, nbytes = delivered
+    W = bytes_per_beat
+    if frames <= 0 or nbytes <= 0:
+        return math.nan, {name: math.nan for name in classes}
+    mean = nbytes / frames
+    ctl_w = frame_beats(CONTROL_FRAME_BYTES, W)
+    per = {}
+    for name, (links, data, ctl, tag) in classes.items():
+        if data <= 0:
+            per[name] = math.inf
+            continue
+        share = min(1.0, data / frames)  # of the delivered frames, those this class carried
+        beats = share * (frame_beats_of_mean(mean + tag, W) + ctl_w * ctl / data)
+        per[name] = links / hosts * mean / (W * beats)
     finite = [v for v in per.values() if v != math.inf]
-    return (min(finite) if finite else math.nan), per
+    return (min(1.0, *finite) if finite else math.nan), per

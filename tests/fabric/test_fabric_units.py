@@ -1,6 +1,7 @@
 """The fabric benchmark's pieces that need no model: the overhead arithmetic, the
 percentile read, the run configuration's checks, and `gse fabric`'s bad options."""
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -42,22 +43,50 @@ def test_tag_and_rounding_alone():
 
 
 def test_measured_limit_is_the_tightest_link_class():
-    # 16 hosts, 16 uplinks: 1000 beats of 8 B carrying 7500 B per link -> 0.9375
+    # 16 hosts, 16 uplinks; 1000 frames of 1500 B delivered: the uplinks carried them
+    # tagged (190 beats) with 500 control frames (8 beats): 1500 / (8 x 194) = 0.9665
     limit, per = measured_limit(
-        {"up": (16, 16000, 120000), "host": (16, 15100, 120000), "idle": (4, 0, 0)}, 16
+        {"up": (16, 1000, 500, 18), "host": (16, 1000, 0, 0), "idle": (4, 0, 0, 18)}, 16, (1000, 1500000)
     )
-    assert per["up"] == pytest.approx(120000 / 128000)
+    assert per["up"] == pytest.approx(1500 / (8 * (190 + 8 * 0.5)))
+    assert per["host"] == pytest.approx(1500 / (8 * 188))
     assert limit == per["up"] and per["idle"] == float("inf")
 
 
-def test_measured_limit_leaves_out_probes_of_loaded_links():
-    # 2 hosts, 2 uplinks of 10000 busy beats, 80 of them PROBEs sent in idle intervals:
-    # a link kept loaded sends none, so the limit is taken over 9920 beats
-    classes = {"up": (2, 20000, 150000), "host": (2, 19000, 150000)}
-    limit, per = measured_limit(classes, 2, probe_beats={"up": 160})
-    assert per["up"] == pytest.approx(150000 / (19840 * 8))
-    assert limit == per["up"] and per["host"] == pytest.approx(150000 / (19000 * 8))
-    assert measured_limit(classes, 2)[1]["up"] == pytest.approx(150000 / (20000 * 8))
+def test_measured_limit_matches_a_perfect_scheduler():
+    # what analytic_limit computes from the policy, measured from the frames the policy
+    # sends: PROBEs off loaded links, one GRANT per 4 KB and a REQUEST per container
+    for frame in (1500, 9000):
+        n = 1000
+        containers = n * frame / max(4096, frame)
+        ctl = round(n * frame / 4096 + containers)
+        cls = {"up": (4, n, ctl, 18), "dn": (4, n, ctl, 18), "host": (4, n, 0, 0)}
+        limit, _ = measured_limit(cls, 4, (n, n * frame))
+        ref = analytic_limit(frame, probe_interval=None)
+        assert limit == pytest.approx(ref, abs=2e-4)
+
+
+def test_measured_limit_is_never_above_1():
+    # 9000 B is 1125 beats exactly: the host links cost nothing, and counting at frame
+    # ends cannot lift the limit above 1 (the per-clock beat count read 1.0006 once)
+    limit, per = measured_limit({"host": (4, 410, 0, 0), "up": (4, 412, 0, 18)}, 4, (410, 410 * 9000))
+    assert per["host"] == 1.0 and limit == per["up"] == pytest.approx(9000 / (8 * 1128))
+    # more links than hosts can carry more than the hosts take: still at most 1
+    limit, per = measured_limit({"up": (8, 100, 10, 18)}, 4, (100, 100 * 1500))
+    assert per["up"] > 1 and limit == 1.0
+    # a class cannot carry a frame twice: its share of the frames is at most 1
+    _, per = measured_limit({"up": (4, 105, 0, 18)}, 4, (100, 100 * 9000))
+    assert per["up"] == pytest.approx(9000 / (8 * 1128))
+
+
+def test_measured_limit_over_part_of_the_traffic_and_a_mix():
+    # half the frames stay on their leaf: the uplinks could carry twice the load
+    _, per = measured_limit({"up": (4, 50, 0, 18)}, 4, (100, 100 * 1500))
+    assert per["up"] == pytest.approx(2 * 1500 / (8 * 190))
+    # a mix of sizes (mean 777.5 B): the mean's beats plus half a beat of rounding
+    _, per = measured_limit({"host": (4, 2, 0, 0)}, 4, (2, 1555))
+    assert per["host"] == pytest.approx(777.5 / (8 * (777.5 / 8 + 7 / 16)))
+    assert math.isnan(measured_limit({"host": (4, 0, 0, 0)}, 4, (0, 0))[0])
 
 
 def test_percentile_reads_the_bin_upper_edge():
