@@ -73,8 +73,8 @@ class TrafficGenerator(wiring.Component):
     ---------
     ``m_axis`` : ``Out(AXIStreamSignature(data_width))``
         Frames (Ethernet II, no FCS), ``tuser`` always 0. ``tvalid``, ``tdata`` and
-        ``tlast`` are registers (``tdata`` loaded one beat ahead), ``tkeep`` one mux of
-        registers. Obeys ``tready``; with ``tready`` high and ``rate`` full, one beat
+        ``tlast`` are registers (``tdata`` the bottom of a shift register of the header
+        beats, loaded at the frame's start), ``tkeep`` one mux of registers. Obeys ``tready``; with ``tready`` high and ``rate`` full, one beat
         per clock and no bubble between frames.
     ``s_dst`` : ``In(stream.Signature(dst_write_layout(max_flows)))``
         Destination table writes: flow ``index`` goes to host ``dst`` and its sequence
@@ -150,8 +150,8 @@ class TrafficGenerator(wiring.Component):
         nf = self.max_flows
 
         # ---- clock count, table clear after reset --------------------------------------
-        now = Signal(32)
-        m.d.sync += now.eq(now + 1)
+        now1 = Signal(32, init=1)  # clocks since reset, plus one (a frame's timestamp)
+        m.d.sync += now1.eq(now1 + 1)
         m.submodules.table = table = SRAM(8 + 32, nf)  # {seq, dst} per flow
         init_done = Signal()
         init_addr = Signal(range(nf))
@@ -266,6 +266,9 @@ class TrafficGenerator(wiring.Component):
                 ("csum", 16),
                 ("last", 14),
                 ("keep", lanes),
+                ("ip_len", 16),
+                ("udp_len", 16),
+                ("check", 16),  # the check word without the timestamp's two words
             ]
         }
         total = sum_c + dst_c
@@ -281,24 +284,36 @@ class TrafficGenerator(wiring.Component):
                 nxt["sport"].eq(sport_c),
                 nxt["last"].eq(last_c),
                 nxt["keep"].eq(keep_c),
+                nxt["ip_len"].eq(size_c - 14),
+                nxt["udp_len"].eq(size_c - 34),
+                nxt["check"].eq(
+                    Const(CHECK_KEY, 16)
+                    ^ size_c
+                    ^ self.host
+                    ^ f_c
+                    ^ tenant_word
+                    ^ dst_c
+                    ^ seq_c[16:]
+                    ^ seq_c[:16]
+                ),
             ]
         with m.If(pd):
             m.d.sync += [next_valid.eq(1), nxt["csum"].eq(~(folded[:16] + folded[16])[:16])]
         with m.Elif(start):
             m.d.sync += next_valid.eq(0)
 
-        self._emit(m, now, start, next_valid & init_done, nxt, tenant_word)
+        self._emit(m, now1, start, next_valid & init_done, nxt, tenant_word)
         return m
 
-    def _emit(self, m, now, start, next_valid, nxt, tenant_word):
+    def _emit(self, m, now1, start, next_valid, nxt, tenant_word):
         """The frame on ``m_axis``: header words, filler, rate, pause and counters."""
         o = self.m_axis
         lanes = self.data_width // 8
-        cur = {name: Signal.like(sig, name=f"cur_{name}") for name, sig in nxt.items()}
-        ts = Signal(32)
+        # the current frame's size, last beat and last beat's tkeep (the rest of it is
+        # in the shift register below)
+        cur = {name: Signal.like(nxt[name], name=f"cur_{name}") for name in ("size", "last", "keep")}
         active = Signal()
         beat = Signal(14)
-        pos = Signal(14)  # byte offset of the current beat
         is_last = Signal()  # the beat on m_axis is the frame's last
         fire = o.valid & o.ready
         can_start = ~active | (fire & is_last)
@@ -360,60 +375,41 @@ class TrafficGenerator(wiring.Component):
 
         with m.If(start):
             m.d.sync += [cur[n].eq(nxt[n]) for n in cur]
-            m.d.sync += [ts.eq(now + 1), active.eq(1), beat.eq(0), pos.eq(0), is_last.eq(nxt["last"] == 0)]
+            m.d.sync += [active.eq(1), beat.eq(0), is_last.eq(nxt["last"] == 0)]
         with m.Elif(fire & is_last):
             m.d.sync += active.eq(0)
         with m.Elif(fire):
-            m.d.sync += [beat.eq(beat + 1), pos.eq(pos + lanes), is_last.eq(beat + 1 == cur["last"])]
+            m.d.sync += [beat.eq(beat + 1), is_last.eq(beat + 1 == cur["last"])]
         with m.If(fire & is_last):
             m.d.sync += [
                 self.stat_frames.eq(self.stat_frames + 1),
                 self.stat_bytes.eq(self.stat_bytes + cur["size"]),
             ]
 
-        # The beat's data is a register, loaded one beat ahead: with the first beat's
-        # word when a frame starts, and with beat ``b + 1``'s word when beat ``b`` is
-        # taken. So ``tdata`` comes from a flip-flop and not through the header-byte
-        # select from ``beat`` (that path, into the next block's FIFO RAM, limited the
-        # Colorlight self-test's core clock to 112.5 MHz). The first beat (at most 8
-        # bytes: the DA and the SA's first two) depends only on the destination, taken
-        # from the prepared frame. The length fields and the check word are registers
-        # too, computed each clock from the current frame's registers: they are stable
-        # from the second clock after the start, before any beat that carries them is
-        # selected (bytes 16 and up: beat 2 or later at 64 bits).
-        size = cur["size"]
-        ip_len, udp_len, check_r = Signal(16), Signal(16), Signal(16)
-        check = Const(CHECK_KEY, 16) ^ size ^ self.host ^ cur["flow"] ^ cur["seq"][16:] ^ cur["seq"][:16]
-        check = check ^ ts[16:] ^ ts[:16] ^ tenant_word ^ cur["dst"]
-        m.d.sync += [ip_len.eq(size - 14), udp_len.eq(size - 34), check_r.eq(check)]
+        # tdata is the bottom word of a shift register holding the frame's header beats:
+        # loaded whole when the frame starts, from the prepared frame's registers (the
+        # lengths and the check word were computed during the preparation; only the
+        # timestamp, known at the start, is XORed into the check word on the way), and
+        # shifted down one word per beat taken, the filler's next word entering at the
+        # top. So every tdata bit is a flip-flop whose input is a two-way choice, not a
+        # select over the header words by the beat number (that select, ending at a
+        # register loaded one beat ahead, held the Colorlight self-test's core clock to
+        # 111.7 MHz at f41743d: 6.85 ns of routing through seven LUT levels).
         header_beats = -(-HEADER_BYTES // lanes)
-        data_word = Signal(self.data_width)
-        first = self._header(nxt["dst"], cur, ts, tenant_word, ip_len, udp_len, check_r)
-        hdr = self._header(cur["dst"], cur, ts, tenant_word, ip_len, udp_len, check_r)
-        seq = cur["seq"]
-
-        def word(b):  # the data of beat ``b`` (< header_beats) of the current frame
-            return Cat(
-                *[
-                    hdr[i] if i < HEADER_BYTES else (seq[:8] + i)[:8]
-                    for i in range(b * lanes, (b + 1) * lanes)
-                ]
-            )
-
+        seq = nxt["seq"]
+        check = nxt["check"] ^ now1[16:] ^ now1[:16]
+        hdr = self._header(nxt["dst"], nxt, now1, tenant_word, nxt["ip_len"], nxt["udp_len"], check)
+        hdr += [(seq[:8] + i)[:8] for i in range(HEADER_BYTES, header_beats * lanes)]  # 64-bit: filler
+        words = Signal(header_beats * self.data_width)
+        fill = Signal(8)  # filler byte 0 of the next word to enter at the top
         with m.If(start):
-            m.d.sync += data_word.eq(Cat(*first[:lanes]))
+            m.d.sync += [words.eq(Cat(*hdr)), fill.eq(seq[:8] + header_beats * lanes)]
         with m.Elif(fire & ~is_last):
-            with m.Switch(beat):  # beat + 1's word
-                for b in range(header_beats - 1):
-                    with m.Case(b):
-                        m.d.sync += data_word.eq(word(b + 1))
-                with m.Default():
-                    m.d.sync += data_word.eq(
-                        Cat(*[(pos[:8] + seq[:8] + lanes + n)[:8] for n in range(lanes)])
-                    )
+            top = Cat(*[(fill + n)[:8] for n in range(lanes)])
+            m.d.sync += [words.eq(Cat(words[self.data_width :], top)), fill.eq(fill + lanes)]
         m.d.comb += [
             o.valid.eq(active),
-            o.payload.data.eq(data_word),
+            o.payload.data.eq(words[: self.data_width]),
             o.payload.keep.eq(Mux(is_last, cur["keep"], (1 << lanes) - 1)),
             o.payload.last.eq(is_last),
             o.payload.user.eq(0),
