@@ -112,3 +112,19 @@ def test_traffic_gen_frame_runs_credit_below_zero():
 
     top = GenRate(slack_beats=0)
     _refuted(top, 16, "traffic_gen_no_slack", extra_ports=[top.mark])
+
+
+def test_mac_tx_gap_claim_is_tight():
+    """After an underrun the framer leaves 13 idle clocks: a wrapper claiming 14 finds
+    the next frame's start (so the IFG check can fail; the 12 after a whole frame takes
+    a deeper run, mac_tx_gap_and_length's cover check)."""
+    from opengse.sim.formal.mac import TxWire
+
+    _refuted(TxWire(min_gap=14, check_bytes=False), 30, "mac_tx_gap_14")
+
+
+def test_leaf_dest_lookup_lowest_entry_wins():
+    """A wrapper expecting the highest matching entry to answer finds the lowest does."""
+    from opengse.sim.formal.leaf import LookupFirstMatch
+
+    _refuted(LookupFirstMatch(highest=True), 6, "leaf_dest_lookup_highest")

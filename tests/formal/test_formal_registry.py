@@ -31,6 +31,8 @@ BLOCKS = {
     "fabric_link",
     "traffic_check",
     "traffic_gen",
+    "mac",
+    "leaf (dest_lookup)",
 }
 
 
