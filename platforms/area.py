@@ -7,7 +7,8 @@ synchronous resets become gates), its logic mapped to the generic CMOS gate set
 (``abc -g cmos2``: NAND, NOR, NOT), and counted (``stat -tech cmos``):
 
 * ``cells``: gates and flip-flops (memories not included);
-* ``flip_flops``: D flip-flops;
+* ``flip_flops``: D flip-flops (``$_DFF_*``: rising or falling edge, with or without an
+  asynchronous set/reset);
 * ``transistors``: Yosys's CMOS estimate of those cells (memories not included);
 * ``memory_bits`` / ``memories``: the SRAM macros the block needs (depth x width each).
 
@@ -82,7 +83,9 @@ def _parse(stat, module, memories, *, glue=False):
     gates = {k: v for k, v in cells.items() if k.startswith("$_")}
     if not gates and not glue:
         raise RuntimeError(f"yosys printed no cell counts for {module}:\n{stat[-2000:]}")
-    unknown = [k for k in gates if k not in _GATES]
+    # Flip-flops: D flip-flops; the MAC also has falling-edge ones (its DDR output) and
+    # ones with an asynchronous set or reset (the clock-crossing reset synchronisers).
+    unknown = [k for k in gates if k not in _GATES and not k.startswith("$_DFF_")]
     if unknown:
         raise RuntimeError(f"{module}: cells outside the CMOS gate set: {unknown}")
     t = _TRANSISTORS.search(stat)
@@ -90,7 +93,7 @@ def _parse(stat, module, memories, *, glue=False):
         raise RuntimeError(f"yosys printed no transistor estimate for {module}")
     return {
         "cells": sum(gates.values()),
-        "flip_flops": gates.get("$_DFF_P_", 0),
+        "flip_flops": sum(n for k, n in gates.items() if k.startswith("$_DFF_")),
         "gates": gates,
         "transistors": int(t.group(1)) if t else 0,
         "memory_bits": sum(m["depth"] * m["width"] for m in memories),

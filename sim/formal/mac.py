@@ -139,6 +139,7 @@ TIMING = register(
         depth=96,
         build=_build(check_bytes=False),
         options={"engine": "smtbmc yices"},
+        fast=False,
         bounded_why="as mac_tx_preamble; depth 96 takes a 60-byte frame from reset through its gap to "
         "the next frame's start (clock 86; the cover check reaches it)",
     )
