@@ -74,8 +74,9 @@ class TrafficGenerator(wiring.Component):
     ``m_axis`` : ``Out(AXIStreamSignature(data_width))``
         Frames (Ethernet II, no FCS), ``tuser`` always 0. ``tvalid``, ``tdata`` and
         ``tlast`` are registers (``tdata`` the bottom of a shift register of the header
-        beats, loaded at the frame's start), ``tkeep`` one mux of registers. Obeys ``tready``; with ``tready`` high and ``rate`` full, one beat
-        per clock and no bubble between frames.
+        beats, loaded at the frame's start), ``tkeep`` one mux of registers. Obeys
+        ``tready``; with ``tready`` high and ``rate`` full, one beat per clock and no
+        bubble between frames.
     ``s_dst`` : ``In(stream.Signature(dst_write_layout(max_flows)))``
         Destination table writes: flow ``index`` goes to host ``dst`` and its sequence
         number restarts at 0. Ready while ``enable`` is 0 (after the reset sweep of
