@@ -22,20 +22,3 @@ ADMISSION = BlockSpec(
 
 def test_packet_buffer_drop_full():
     run_cocotb(ADMISSION, {"depth": 64, "data_width": 64}, "cocotb_packet_buffer")
-
-
-def _cut_through_buffer(depth, data_width):
-    return PacketBuffer(depth, data_width, drop_full=True, length_at=(26, 18))
-
-
-#: test-only: a 64-beat cut-through admission queue (the GSE tag's `len` at byte 26)
-CUT_THROUGH = BlockSpec(
-    name="packet_buffer_cut_through",
-    module="packet_buffer_cut_through",
-    factory=_cut_through_buffer,
-    params={"depth": 64, "data_width": 64},
-)
-
-
-def test_packet_buffer_cut_through():
-    run_cocotb(CUT_THROUGH, {"depth": 64, "data_width": 64}, "cocotb_packet_buffer_cut")

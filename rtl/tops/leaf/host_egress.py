@@ -10,7 +10,7 @@ from ...config import GSEConfig
 from ...dgsq.arbiter import GrantArbiter
 from ...dgsq.grant_framing import GrantFraming
 from ...header.control_frames import ControlFrameEncoder
-from ...header.gse_header import ETH_HEADER_BYTES, GSE_FIELDS, GSE_HEADER_BYTES, GSEFlags
+from ...header.gse_header import GSE_HEADER_BYTES, GSEFlags
 from ...header.parser import GSEParser
 from ...lib.packet_mux import ROUND_ROBIN, PacketMux
 from ...lib.stream import AXIStreamSignature
@@ -20,8 +20,6 @@ from .host_ingress import FABRIC_MAC
 from ...lib.pause_gate import PauseGate
 
 __all__ = ["HostEgress"]
-
-_LEN_OFFSET = next(off for name, off, *_ in GSE_FIELDS if name == "len")  # in the GSE header
 
 
 class HostEgress(wiring.Component):
@@ -109,9 +107,7 @@ class HostEgress(wiring.Component):
             self.gf = GrantFraming(slot_bits=self.arb.slot_bits)
             self.enc = ControlFrameEncoder(w, cfg.ethertype)
             self._parts.update(ro=self.ro, arb=self.arb, gf=self.gf)
-            # cut-through: admitted at the tag's `len`, passed on at once (docs/leaf.md)
-            length_at = (ETH_HEADER_BYTES + _LEN_OFFSET, GSE_HEADER_BYTES)
-            self.adm = [PacketBuffer(self.depth, w, drop_full=True, length_at=length_at) for _ in range(U)]
+            self.adm = [PacketBuffer(self.depth, w, drop_full=True) for _ in range(U)]
         sig = AXIStreamSignature(w)
         members = {
             "s_data": In(sig).array(U),
@@ -151,7 +147,7 @@ class HostEgress(wiring.Component):
                 wiring.connect(m, adm.m_axis, mux.s_axis[u])
             m.d.comb += [
                 self.stat_drop_admit.eq(sum(a.stat_drop_full + a.stat_drop_oversize for a in self.adm)),
-                self.stat_admit_drop_bad.eq(sum(a.stat_drop_bad + a.stat_bad_out for a in self.adm)),
+                self.stat_admit_drop_bad.eq(sum(a.stat_drop_bad for a in self.adm)),
             ]
         else:
             for u in range(U):
