@@ -401,16 +401,29 @@ class TrafficGenerator(wiring.Component):
         check = nxt["check"] ^ now1[16:] ^ now1[:16]
         hdr = self._header(nxt["dst"], nxt, now1, tenant_word, nxt["ip_len"], nxt["udp_len"], check)
         hdr += [(seq[:8] + i)[:8] for i in range(HEADER_BYTES, header_beats * lanes)]  # 64-bit: filler
-        words = Signal(header_beats * self.data_width)
+        # The bottom word is a register of its own: as a slice of one wide register it
+        # became, in the export, an alias of m_axis_tdata that nothing reads (-Wall).
+        words = Cat(*hdr)
+        data = Signal(self.data_width)  # the beat on m_axis
+        upper = Signal((header_beats - 1) * self.data_width)  # the beats after it
         fill = Signal(8)  # filler byte 0 of the next word to enter at the top
         with m.If(start):
-            m.d.sync += [words.eq(Cat(*hdr)), fill.eq(seq[:8] + header_beats * lanes)]
+            m.d.sync += [
+                data.eq(words[: self.data_width]),
+                upper.eq(words[self.data_width :]),
+                fill.eq(seq[:8] + header_beats * lanes),
+            ]
         with m.Elif(fire & ~is_last):
             top = Cat(*[(fill + n)[:8] for n in range(lanes)])
-            m.d.sync += [words.eq(Cat(words[self.data_width :], top)), fill.eq(fill + lanes)]
+            shifted = Cat(upper, top)
+            m.d.sync += [
+                data.eq(shifted[: self.data_width]),
+                upper.eq(shifted[self.data_width :]),
+                fill.eq(fill + lanes),
+            ]
         m.d.comb += [
             o.valid.eq(active),
-            o.payload.data.eq(words[: self.data_width]),
+            o.payload.data.eq(data),
             o.payload.keep.eq(Mux(is_last, cur["keep"], (1 << lanes) - 1)),
             o.payload.last.eq(is_last),
             o.payload.user.eq(0),
