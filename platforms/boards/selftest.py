@@ -124,7 +124,13 @@ class SelfTestTop(Elaboratable):
         m.submodules.status = status = StatusLED()
         any_error = Signal()
         m.d.sync += any_error.eq(_any(errors))
-        m.d.comb += [status.start.eq(startup.start), status.error.eq(any_error), status.progress.eq(progress)]
+        progress_r = Signal(32)  # the sum of the checkers' counters, one clock late
+        m.d.sync += progress_r.eq(progress)
+        m.d.comb += [
+            status.start.eq(startup.start),
+            status.error.eq(any_error),
+            status.progress.eq(progress_r),
+        ]
         drive_led(m, platform, board.led, status.led, "status_led")
         if board.error_led:
             drive_led(m, platform, board.error_led, status.failed, "error_led")

@@ -13,8 +13,8 @@ slow blink (0.9 Hz)            waiting for the links (before ``start``)
 
 Inputs: ``start`` (level: traffic enabled), ``error`` (level: any error count is not
 zero; latched here), ``progress`` (level: a good-frame count; any change of it is
-progress). Output: ``led`` (1 = lit). The blink rates are bits 24 and 26 of a free
-running counter at 125 MHz; ``stall_cycles`` defaults to 2**25 (0.27 s).
+progress, acted on two clocks later). Output: ``led`` (1 = lit). The blink rates are
+bits 24 and 26 of a free running counter at 125 MHz; ``stall_cycles`` defaults to 2**25 (0.27 s).
 """
 
 from amaranth.hdl import Module, Signal
@@ -46,8 +46,9 @@ class StatusLED(wiring.Component):
         m.d.sync += blink.eq(blink + 1)
         last = Signal.like(self.progress)
         idle = Signal(range(self.stall_cycles + 1))
-        m.d.sync += last.eq(self.progress)
-        with m.If(~self.start | (self.progress != last)):
+        moved = Signal()  # registered: a 32-bit compare into idle's reset was 8.8 ns
+        m.d.sync += [last.eq(self.progress), moved.eq(self.progress != last)]
+        with m.If(~self.start | moved):
             m.d.sync += idle.eq(0)
         with m.Elif(idle != self.stall_cycles):
             m.d.sync += idle.eq(idle + 1)
