@@ -80,6 +80,7 @@ def _leaf_params(c):
         "reorder_window": c.reorder_window,
         "container_bytes": c.container_bytes,
         "max_inflight": c.max_inflight,
+        "spray_policy": c.spray_policy,
         "max_frame_bytes": _LEAF_MAX_FRAME,
         "slot_bytes": 1 << (need - 1).bit_length(),
     }

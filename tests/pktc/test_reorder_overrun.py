@@ -1,6 +1,6 @@
-"""Reorder buffer with the overrun skip (``skip_distance`` 6, as the leaf sets with
-``max_inflight`` 6): directed cases against ``ReorderWindowModel``, and the random
-benches of cocotb_reorder.py on the same build (their streams keep every undelivered
+"""Reorder buffer with the overrun skip (``skip_distance`` 6, as a leaf sets with
+``max_inflight`` 6 in a window of 8): directed cases against ``ReorderWindowModel``, and
+the random benches of cocotb_reorder.py on the same build (their streams keep every undelivered
 container within the distance unless it is lost, so the rule must change nothing but
 when a lost container is skipped). test_out_of_window is left out: it stores W - 1
 containers ahead of a missing head on purpose, which the rule treats as a proven loss."""

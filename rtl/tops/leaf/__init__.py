@@ -324,6 +324,7 @@ def _leaf(lb=0, **params):
         "reorder_window",
         "max_inflight",
         "container_bytes",
+        "spray_policy",
     }
     cfg = GSEConfig(**{k: v for k, v in params.items() if k in cfg_keys})
     rest = {k: v for k, v in params.items() if k not in cfg_keys}
@@ -347,6 +348,7 @@ LEAF_PARAMS = {
     "reorder_window": 2,
     "max_inflight": 2,
     "container_bytes": 2048,
+    "spray_policy": 1,
     "delay": 16,
     "host_store_bytes": 4096,
     "fab_store_bytes": 4096,
