@@ -152,8 +152,10 @@ class SelfTestTop(Elaboratable):
             m.d.sync += index.eq(index + 1)
             with m.If(index == FLOWS - 1):
                 m.d.sync += done.eq(1)
+        enable = Signal()  # registered: it fans out into the generator's frame start
+        m.d.sync += enable.eq(done & start)
         m.d.comb += [
-            gen.enable.eq(done & start),
+            gen.enable.eq(enable),
             gen.host.eq(host),
             gen.frame_min.eq(60),
             gen.frame_max.eq(1514),

@@ -14,7 +14,8 @@ number of set ``tkeep`` bits, taken from byte 0 up (``tkeep`` is contiguous from
 on a packed stream; a beat with ``tkeep`` 0 counts as one byte). ``tuser`` bit 0 of the last
 beat travels with it.
 
-Read side (``tx``): ``o`` (stream of word beats, ``user`` = the ``tuser`` bit). The
+Read side (``tx``): ``o`` (stream of word beats, ``user`` = the ``tuser`` bit), behind
+a register slice (two words, read from the FIFO as soon as they are there). The
 first word of a frame is offered only when that frame's token has arrived, or when the
 data FIFO is full (a frame longer than the FIFO: it then goes out cut-through, and the
 transmitter aborts it if the core falls behind; the full flag is registered, one clock
@@ -26,11 +27,12 @@ Reset: ``rst`` empties both FIFOs (AsyncFIFO resets from its write domain), ``tx
 the read-side state.
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import DomainRenamer, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import AsyncFIFO
 from amaranth.lib.wiring import In, Out
 
+from ..lib.skid_buffer import SkidBuffer
 from ..lib.stream import AXIStreamSignature
 
 from .frame_beats import word_layout
@@ -91,17 +93,28 @@ class TxFrameCrossing(wiring.Component):
         rd = m.d[self._r]
         start = Signal(init=1)  # the next word read is a frame's first
         owe_token = Signal()  # a frame went out; its token is not consumed yet
+        # The FIFO is read into a register slice whatever the frame's state; the frame
+        # gate below acts on the slice's output. So the FIFO's read enable is the
+        # slice's registered ready, not the gate's logic (that chain into the read
+        # address and the LUT RAM was the Colorlight core clock's worst path, 8.6 ns).
+        m.submodules.read_slice = rs = DomainRenamer(self._r)(SkidBuffer(layout))
+        m.d.comb += [rs.s.valid.eq(fifo.r_rdy), rs.s.payload.eq(fifo.r_data), fifo.r_en.eq(rs.s.ready)]
         word_out = Signal(layout)
         full = Signal()
-        m.d.comb += word_out.eq(fifo.r_data)
+        m.d.comb += word_out.eq(rs.m.payload)
         # Registered (one clock stale): only decides when an over-long frame may start.
         rd += full.eq(fifo.r_level == fifo.depth)
+        # A token is there, registered: tokens leave only by the read below, so "one was
+        # there and none was read" still holds a clock later (arrivals show one clock
+        # late). The token FIFO's pointer compare went straight into the gate's fanout.
+        have_token = Signal()
+        rd += have_token.eq(tokens.r_rdy & ~tokens.r_en)
         release = Signal()
-        m.d.comb += release.eq(~start | (~owe_token & (tokens.r_rdy | full)))
+        m.d.comb += release.eq(~start | (~owe_token & (have_token | full)))
         m.d.comb += [
-            self.o.valid.eq(fifo.r_rdy & release),
+            self.o.valid.eq(rs.m.valid & release),
             self.o.payload.eq(word_out),
-            fifo.r_en.eq(self.o.ready & release),
+            rs.m.ready.eq(self.o.ready & release),
         ]
         with m.If(self.o.valid & self.o.ready):
             rd += start.eq(word_out.last)
