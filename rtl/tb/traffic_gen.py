@@ -31,6 +31,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..catalog import BlockSpec
+from ..lib.pipelined_multiplier import PipelinedMultiplier
 from ..lib.sram import SRAM
 from ..lib.stream import AXIStreamSignature, check_data_width
 
@@ -192,17 +193,22 @@ class TrafficGenerator(wiring.Component):
         with m.Elif(trigger):
             m.d.sync += [rng.eq(r_next), fresh.eq(0)]
 
-        # The two draws' products, registered every clock: rng changes only at a
-        # trigger (or follows the static seed), and the next trigger is at least 5
-        # clocks later, so at a trigger they are the products of the current rng. This
-        # keeps the multipliers (DSP blocks, about 4 ns) out of the adder and the mux
-        # behind them (rng -> multiply -> lo + ... -> size_a limited the Colorlight
-        # self-test's core clock to 106.5 MHz).
-        flow_draw, size_draw = Signal(8), Signal(14)
-        m.d.sync += [
-            flow_draw.eq(((rng[16:32] * flows) >> 16)[:8]),
-            size_draw.eq(((rng[:16] * span) >> 16)[:14]),
+        # The two draws' products, two clocks behind rng (PipelinedMultiplier: operand
+        # and result registers, inside the DSP on ECP5): rng changes only at a trigger
+        # (or follows the seed, static 4 clocks before enable), and the next trigger is
+        # at least 5 clocks later, so at a trigger they are the products of the current
+        # rng. This keeps the multipliers out of the adder and the mux behind them
+        # (106.5 MHz on the Colorlight), and the DSP's own delay between registers
+        # (a flip-flop -> DSP -> flip-flop path was 8.35 ns there).
+        m.submodules.flow_mul = flow_mul = PipelinedMultiplier(16, len(flows), shift=16, width=8)
+        m.submodules.size_mul = size_mul = PipelinedMultiplier(16, len(span), shift=16, width=14)
+        m.d.comb += [
+            flow_mul.a.eq(rng[16:32]),
+            flow_mul.b.eq(flows),
+            size_mul.a.eq(rng[:16]),
+            size_mul.b.eq(span),
         ]
+        flow_draw, size_draw = flow_mul.p, size_mul.p
         f_a, size_a = Signal(8), Signal(14)  # stage A: the flow and size drawn
         with m.If(trigger):
             pick = Mux(self.random, flow_draw, rr)
