@@ -37,12 +37,16 @@ class GSEConfig:
     egress_buffer_bytes: int = 65536
     container_bytes: int = CONTAINER_BYTES
     credit_unit: int = CREDIT_UNIT_BYTES
-    reorder_window: int = 8
+    # 16, not 8, so that max_inflight 8 leaves the reorder buffer its overrun skip
+    # (skip_distance = max_inflight < window): with window 8 an uplink failure cost 262
+    # drops (reorder window overflow while a lost container timed out), with 16 the 81
+    # frames on the failed link only. It doubles the reorder slots (docs/leaf.md).
+    reorder_window: int = 16
     # containers in flight per requester (the grant arbiter's max_inflight). One flow
     # runs at most max_inflight x container_bytes per grant-to-arrival round trip (about
     # 1900 clocks at the default delays): 2 caps it near 0.52 on the 2x2x2 fabric; with
-    # least-loaded spraying 6 gave 0.942, 8 gives 0.949, 12 (window 16) 0.884: more in
-    # flight queues longer without filling the links (docs/leaf.md)
+    # least-loaded spraying 6 gave 0.942, 7 0.924, 8 0.949, 10 0.890, 12 0.884 (one seed
+    # each; not monotonic: more in flight queues longer without filling the links)
     max_inflight: int = 8
     # the sprayers' uplink choice: 1 least-loaded (fewest bytes sent), 0 round-robin.
     # Least-loaded evens the flows: 0.942 against round-robin's 0.930 (docs/leaf.md)
