@@ -150,7 +150,7 @@ class TrafficChecker(wiring.Component):
                     m.d.sync += hb.eq(hb + 1)
             with m.If(beat == 0):
                 m.d.sync += t_first.eq(now)
-        for b in range(-(-HEADER_BYTES // lanes)):
+        for b in range(hdr_beats):
             with m.If(fire & (beat == b)):
                 for n in range(lanes):
                     i = b * lanes + n

@@ -414,19 +414,10 @@ class TrafficGenerator(wiring.Component):
         upper = Signal((header_beats - 1) * self.data_width)  # the beats after it
         fill = Signal(8)  # filler byte 0 of the next word to enter at the top
         with m.If(start):
-            m.d.sync += [
-                data.eq(words[: self.data_width]),
-                upper.eq(words[self.data_width :]),
-                fill.eq(seq[:8] + header_beats * lanes),
-            ]
+            m.d.sync += [Cat(data, upper).eq(words), fill.eq(seq[:8] + header_beats * lanes)]
         with m.Elif(fire & ~is_last):
             top = Cat(*[(fill + n)[:8] for n in range(lanes)])
-            shifted = Cat(upper, top)
-            m.d.sync += [
-                data.eq(shifted[: self.data_width]),
-                upper.eq(shifted[self.data_width :]),
-                fill.eq(fill + lanes),
-            ]
+            m.d.sync += [Cat(data, upper).eq(Cat(upper, top)), fill.eq(fill + lanes)]
         m.d.comb += [
             o.valid.eq(active),
             o.payload.data.eq(data),
