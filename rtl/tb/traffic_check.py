@@ -87,7 +87,7 @@ class TrafficChecker(wiring.Component):
     Timing
     ------
     Any number of beats per clock up to one; frames of 60 bytes or more back to back.
-    A frame's counters change 2-5 clocks after its last beat. After reset the SRAMs are
+    A frame's counters change 3-6 clocks after its last beat. After reset the SRAMs are
     cleared in ``max(sources * flows, bins)`` clocks.
     """
 
@@ -123,11 +123,17 @@ class TrafficChecker(wiring.Component):
         s = self.s_axis
         lanes = self.data_width // 8
         m.d.comb += s.ready.eq(1)
-        fire = s.valid
-        beat_in = s.payload
 
         now = Signal(32)
         m.d.sync += now.eq(now + 1)
+
+        # Every beat is registered on arrival, with the clock it arrived at: the checks
+        # below start from flip-flops (the filler compare behind the port was the
+        # Colorlight self-test core clock's worst path); latencies are unchanged.
+        fire = Signal(name="rx_fire")
+        beat_in = Signal.like(s.payload, name="rx_beat")
+        now_in = Signal(32, name="rx_now")
+        m.d.sync += [fire.eq(s.valid), beat_in.eq(s.payload), now_in.eq(now)]
 
         # ---- capture of the header bytes, filler check, length ------------------------
         beat = Signal(14)
@@ -149,7 +155,7 @@ class TrafficChecker(wiring.Component):
                 with m.If(hb != hdr_beats):
                     m.d.sync += hb.eq(hb + 1)
             with m.If(beat == 0):
-                m.d.sync += t_first.eq(now)
+                m.d.sync += t_first.eq(now_in)
         for b in range(hdr_beats):
             with m.If(fire & (beat == b)):
                 for n in range(lanes):
