@@ -12,7 +12,7 @@ simulated-time limit, so even an unbounded ``await sink.recv()`` ends.
 import inspect
 
 import cocotb
-from cocotb.triggers import ClockCycles, First, RisingEdge
+from cocotb.triggers import ClockCycles, First, ReadOnly, RisingEdge
 
 __all__ = [
     "random_pause",
@@ -23,6 +23,7 @@ __all__ = [
     "wait_until",
     "recv_within",
     "within",
+    "LastBeatUser",
 ]
 
 #: Default bound of the waits below: far longer than any block takes to answer
@@ -127,3 +128,34 @@ async def within(clk, what, awaitable, clocks=DEFAULT_WAIT_CLOCKS):
     if first is limit:
         raise WaitTimeout(f"waited {clocks} clocks for {what}")
     return first
+
+
+class LastBeatUser:
+    """``tuser`` of every last beat taken on an AXI-Stream port, in order.
+
+    cocotbext-axi's sink drops the ``tkeep``-0 bytes of a frame with their ``tuser``,
+    so a frame whose last beat has ``tkeep == 0`` reads the ``tuser`` of an earlier
+    beat there. This monitor samples the handshake itself: ``pop()`` gives the next
+    frame's last-beat ``tuser`` (bit 0); ``len()`` how many are waiting (a
+    sink may hold a frame a clock before this monitor has sampled its last beat)."""
+
+    def __init__(self, dut, prefix, clk):
+        self._sig = {n: getattr(dut, f"{prefix}_{n}") for n in ("tvalid", "tready", "tlast", "tuser")}
+        self._clk = clk
+        self._seen = []
+        cocotb.start_soon(self._run())
+
+    async def _run(self):
+        s = self._sig
+        while True:
+            await RisingEdge(self._clk)
+            await ReadOnly()
+            if int(s["tvalid"].value) and int(s["tready"].value) and int(s["tlast"].value):
+                self._seen.append(int(s["tuser"].value) & 1)
+
+    def __len__(self):
+        return len(self._seen)
+
+    def pop(self):
+        assert self._seen, "no last beat recorded for a frame the sink received"
+        return self._seen.pop(0)
