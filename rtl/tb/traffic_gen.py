@@ -277,6 +277,7 @@ class TrafficGenerator(wiring.Component):
                 ("sport", 16),
                 ("csum", 16),
                 ("last", 14),
+                ("last_m1", 14),  # last - 1: the frame's last beat follows beat last - 1
                 ("keep", lanes),
                 ("ip_len", 16),
                 ("udp_len", 16),
@@ -295,6 +296,7 @@ class TrafficGenerator(wiring.Component):
                 nxt["size"].eq(size_c),
                 nxt["sport"].eq(sport_c),
                 nxt["last"].eq(last_c),
+                nxt["last_m1"].eq(last_c - 1),
                 nxt["keep"].eq(keep_c),
                 nxt["ip_len"].eq(size_c - 14),
                 nxt["udp_len"].eq(size_c - 34),
@@ -323,13 +325,15 @@ class TrafficGenerator(wiring.Component):
         lanes = self.data_width // 8
         # the current frame's size, last beat and last beat's tkeep (the rest of it is
         # in the shift register below)
-        cur = {name: Signal.like(nxt[name], name=f"cur_{name}") for name in ("size", "last", "keep")}
+        cur = {name: Signal.like(nxt[name], name=f"cur_{name}") for name in ("size", "last_m1", "keep")}
         active = Signal()
         beat = Signal(14)
         is_last = Signal()  # the beat on m_axis is the frame's last
         fire = o.valid & o.ready
         can_start = ~active | (fire & is_last)
-        tokens = Signal(signed(36))
+        # as low as a whole frame's beats of debt (RATE_ONE - rate each), as high as
+        # BUCKET: 28 bits at 64 bits wide (a shorter carry chain than a fixed 36)
+        tokens = Signal(signed(((MAX_FRAME // lanes + 2) * RATE_ONE).bit_length() + 1))
         tokens_ok = ~tokens[-1]
         ready_to_go = can_start & next_valid & self.enable & tokens_ok
         m.d.comb += start.eq(ready_to_go & ~self.pause)
@@ -391,7 +395,9 @@ class TrafficGenerator(wiring.Component):
         with m.Elif(fire & is_last):
             m.d.sync += active.eq(0)
         with m.Elif(fire):
-            m.d.sync += [beat.eq(beat + 1), is_last.eq(beat + 1 == cur["last"])]
+            # beat + 1 == last, as an equality of registers (the adder in front of
+            # the compare was the Colorlight self-test core clock's worst path, seed 1)
+            m.d.sync += [beat.eq(beat + 1), is_last.eq(beat == cur["last_m1"])]
         with m.If(fire & is_last):
             m.d.sync += [
                 self.stat_frames.eq(self.stat_frames + 1),
