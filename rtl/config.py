@@ -51,6 +51,15 @@ class GSEConfig:
     # the sprayers' uplink choice: 1 least-loaded (fewest bytes sent), 0 round-robin.
     # Least-loaded evens the flows: 0.942 against round-robin's 0.930 (docs/leaf.md)
     spray_policy: int = 1
+    # GSE mode: a store-and-forward queue per (host port, uplink) in front of each
+    # uplink's round-robin, bytes (0: none). With it the sprayers no longer avoid each
+    # other's uplinks: two containers on one uplink fill their queues at line rate and
+    # drain while the next containers take other uplinks, so the sprayers' byte balance
+    # stays free and no uplink assignment is pinned. Without it `avoid` pins each
+    # sprayer of a loaded leaf to one uplink, and with several source leaves the flows
+    # into one leaf could sit on one spine: 4 x 2 x 2 inter-leaf 0.759 -> 0.918
+    # (docs/leaf.md, "Pinned uplinks"). One container plus the frame that overruns it.
+    uplink_queue_bytes: int = 8192
     ethertype: int = GSE_ETHERTYPE
 
     def __post_init__(self):
@@ -78,6 +87,14 @@ class GSEConfig:
             raise ValueError(
                 "GSEConfig.spray_policy must be 0 (round-robin) or 1 (least-loaded), "
                 f"not {self.spray_policy!r}"
+            )
+        beats = self.uplink_queue_bytes // (self.data_width // 8)
+        if self.uplink_queue_bytes and (
+            not _pow2(beats) or beats < 2 or self.uplink_queue_bytes % (self.data_width // 8)
+        ):
+            raise ValueError(
+                "GSEConfig.uplink_queue_bytes must be 0 or a power of two of beats, not "
+                f"{self.uplink_queue_bytes!r}"
             )
         if not 16 <= self.credit_bits <= 32:
             raise ValueError("GSEConfig.credit_bits must be 16..32")

@@ -73,6 +73,7 @@ class Sizes:
             egress_buffer_bytes=self.egress_buffer_bytes,
             container_bytes=self.container_bytes,
             reorder_window=self.reorder_window,
+            uplink_queue_bytes=0,  # the board leaves keep their block RAM
         )
 
 

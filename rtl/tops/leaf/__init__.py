@@ -162,7 +162,10 @@ class GSELeaf(wiring.Component):
         self.fin = [FabricIngress(w, H, fab_store_bytes, fx[1], fx[2], cfg.ethertype) for _ in range(U)]
         # ECMP: the VOQ buffers' bytes become the uplinks' output queues (same total)
         queue_bytes = 0 if lb == "gse" else _pow2_at_most(H * cfg.voq_buffer_bytes // U)
-        self.utx = [UplinkTx(w, H, queue_bytes) for _ in range(U)]
+        host_queue_bytes = cfg.uplink_queue_bytes if lb == "gse" and H > 1 else 0
+        self.utx = [UplinkTx(w, H, queue_bytes, host_queue_bytes) for _ in range(U)]
+        # with the per-host queues the sprayers need not avoid each other (rtl/config.py)
+        self._avoid = lb == "gse" and not host_queue_bytes
         self.ctl = ControlRx(w, U, H, cfg.ethertype)
         self.lm = LinkMonitor(data_width=w, links=U, interval=probe_interval)
         sig = AXIStreamSignature(w)
@@ -281,7 +284,7 @@ class GSELeaf(wiring.Component):
                 hin.tenant.eq(tenants[p]),
                 hin.healthy.eq(lm.healthy),
                 hin.ecmp_seed.eq(ecmp_seed),
-                hin.sp_avoid.eq(_others_busy(self.hin, p)),
+                hin.sp_avoid.eq(_others_busy(self.hin, p) if self._avoid else 0),
                 hout.node_id.eq(node),
                 hout.pause_in.eq(self.host_pause_in[p]),
             ]
@@ -325,6 +328,7 @@ def _leaf(lb=0, **params):
         "max_inflight",
         "container_bytes",
         "spray_policy",
+        "uplink_queue_bytes",
     }
     cfg = GSEConfig(**{k: v for k, v in params.items() if k in cfg_keys})
     rest = {k: v for k, v in params.items() if k not in cfg_keys}
@@ -349,6 +353,7 @@ LEAF_PARAMS = {
     "max_inflight": 2,
     "container_bytes": 2048,
     "spray_policy": 1,
+    "uplink_queue_bytes": 0,
     "delay": 16,
     "host_store_bytes": 4096,
     "fab_store_bytes": 4096,

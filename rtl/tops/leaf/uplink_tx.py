@@ -46,7 +46,11 @@ class UplinkTx(wiring.Component):
     Parameters: ``data_width``, ``hosts`` H (1..15), ``queue_bytes`` (0: none; else a
     store-and-forward :class:`~opengse.rtl.tops.packet_buffer.PacketBuffer` of that many
     bytes, a power of two of beats, after the round-robin: the output queue of the ECMP
-    mode, where frames are pushed at once and wait here while the uplink is paused).
+    mode, where frames are pushed at once and wait here while the uplink is paused),
+    ``host_queue_bytes`` (0: none; else one such buffer per ``s_host[h]`` before the
+    round-robin: GSE mode, where two host pipelines' containers on one uplink are taken
+    at line rate and drain while the pipelines go on to other uplinks; a frame waits
+    there until it is whole, one frame time more).
 
     Interface: ``s_probe``, ``s_host[h]`` (in, AXI-Stream), ``m_axis`` (out, the link;
     its ``tready`` is honoured, a fabric link holds it at 1), ``pause_in`` (in: the far
@@ -60,9 +64,11 @@ class UplinkTx(wiring.Component):
     no bubble between frames.
     """
 
-    def __init__(self, data_width=64, hosts=4, queue_bytes=0):
+    def __init__(self, data_width=64, hosts=4, queue_bytes=0, host_queue_bytes=0):
         self.hosts, self.bpb = hosts, data_width // 8
         self.queue = PacketBuffer(queue_bytes // (data_width // 8), data_width) if queue_bytes else None
+        hq = host_queue_bytes // self.bpb
+        self.host_queues = [PacketBuffer(hq, data_width) for _ in range(hosts)] if hq else []
         self.rr = PacketMux(max(2, hosts), data_width, policy=ROUND_ROBIN) if hosts > 1 else None
         self.prio = PacketMux(2, data_width, policy=PRIORITY)
         self.skid = SkidBuffer(axis_beat_layout(data_width))
@@ -92,10 +98,10 @@ class UplinkTx(wiring.Component):
         if self.rr is not None:
             m.submodules.rr = rr = self.rr
             for h in range(self.hosts):
-                wiring.connect(m, wiring.flipped(self.s_host[h]), rr.s_axis[h])
+                wiring.connect(m, self._host_frames(m, h), rr.s_axis[h])
             data = rr.m_axis
         else:
-            data = wiring.flipped(self.s_host[0])
+            data = self._host_frames(m, 0)
         if self.queue is not None:
             m.submodules.queue = queue = self.queue
             wiring.connect(m, data, queue.s_axis)
@@ -115,3 +121,11 @@ class UplinkTx(wiring.Component):
             self.stat_held_cycles.eq(gate.stat_held_cycles),
         ]
         return m
+
+    def _host_frames(self, m, h):
+        """Host pipeline h's frames for this uplink, through its own queue if any."""
+        if not self.host_queues:
+            return wiring.flipped(self.s_host[h])
+        m.submodules[f"host_queue_{h}"] = q = self.host_queues[h]
+        wiring.connect(m, wiring.flipped(self.s_host[h]), q.s_axis)
+        return q.m_axis
