@@ -144,6 +144,7 @@ class GSELeaf(wiring.Component):
                 idle_cycles=idle_cycles,
                 lb=lb,
                 lean_requests=lean_requests,
+                ctrl_uplinks=bool(cfg.uplink_queue_bytes) and H > 1,
             )
             for _ in range(H)
         ]
@@ -310,6 +311,8 @@ class GSELeaf(wiring.Component):
             for p in range(H):
                 wiring.connect(m, fin.m_data[p], self.hout[p].s_data[u])
                 wiring.connect(m, self.hin[p].m_up[u], utx.s_host[p])
+                if self.hin[p].ctrl_uplinks:
+                    wiring.connect(m, self.hin[p].m_ctl_up[u], utx.s_ctrl[p])
             wiring.connect(m, lm.m_probe[u], utx.s_probe)
             wiring.connect(m, utx.m_axis, wiring.flipped(self.m_axis_fab[u]))
         return m

@@ -18,6 +18,7 @@ from ...pktc.ecmp_selector import ECMPSelector
 from ...pktc.sprayer import ContainerSprayer
 from ...voq.buffer import VOQBuffer
 from .dest_lookup import dest_result_layout
+from .control_spread import ControlSpread
 from .host_classify import HostClassify
 
 __all__ = ["HostIngress", "FABRIC_MAC"]
@@ -79,10 +80,12 @@ class HostIngress(wiring.Component):
         idle_cycles=16384,
         lb="gse",
         lean_requests=True,
+        ctrl_uplinks=False,
     ):
         cfg = self.config = config
         w, U = cfg.data_width, cfg.uplinks
         self.lb = lb
+        self.ctrl_uplinks = ctrl_uplinks and lb == "gse"
         gse = lb == "gse"
         self.cls = HostClassify(
             w, store_depth, xoff_bytes, xon_bytes, ethertype=cfg.ethertype, with_pkt=int(gse)
@@ -106,6 +109,9 @@ class HostIngress(wiring.Component):
             "sp_avoid": In(U),
             "sp_busy": Out(U),
         }
+        if self.ctrl_uplinks:
+            # control frames beside the sprayer, one stream per uplink (UplinkTx s_ctrl)
+            members["m_ctl_up"] = Out(AXIStreamSignature(w)).array(U)
         if not gse:
             self.sel = ECMPSelector(uplinks=U, data_width=w, ethertype=cfg.ethertype)
             self._parts = {"cls": self.cls, "tag": self.tag, "sel": self.sel}
@@ -143,6 +149,7 @@ class HostIngress(wiring.Component):
         self.sp = ContainerSprayer(**cfg.sprayer_params())
         self.req_enc = ControlFrameEncoder(w, cfg.ethertype)
         self.ctl_mux = PacketMux(2, w, policy=PRIORITY)
+        self.ctl_spread = ControlSpread(w, U) if self.ctrl_uplinks else None
         self._parts = {
             "cls": self.cls,
             "tag": self.tag,
@@ -231,7 +238,14 @@ class HostIngress(wiring.Component):
         ]
         wiring.connect(m, wiring.flipped(self.s_grant_frames), ctl_mux.s_axis[0])
         wiring.connect(m, self.req_enc.m_axis, ctl_mux.s_axis[1])
-        wiring.connect(m, ctl_mux.m_axis, sp.s_ctrl)
+        if self.ctl_spread is None:
+            wiring.connect(m, ctl_mux.m_axis, sp.s_ctrl)
+        else:
+            m.submodules.ctl_spread = spread = self.ctl_spread
+            wiring.connect(m, ctl_mux.m_axis, spread.s_axis)
+            m.d.comb += spread.healthy.eq(self.healthy)
+            for u in range(self.config.uplinks):
+                wiring.connect(m, spread.m_axis[u], wiring.flipped(self.m_ctl_up[u]))
         m.d.comb += [sp.healthy.eq(self.healthy), sp.avoid.eq(self.sp_avoid), self.sp_busy.eq(sp.busy)]
         for u in range(self.config.uplinks):
             wiring.connect(m, sp.m_axis[u], wiring.flipped(self.m_up[u]))

@@ -69,6 +69,10 @@ class UplinkTx(wiring.Component):
         self.queue = PacketBuffer(queue_bytes // (data_width // 8), data_width) if queue_bytes else None
         hq = host_queue_bytes // self.bpb
         self.host_queues = [PacketBuffer(hq, data_width) for _ in range(hosts)] if hq else []
+        # with the queues, the host pipelines' control frames come apart (s_ctrl) and go
+        # ahead of the data, so that none waits behind a queued container
+        self.ctrl_rr = PacketMux(max(2, hosts), data_width, policy=ROUND_ROBIN) if hq else None
+        self.ctrl_prio = PacketMux(2, data_width, policy=PRIORITY) if hq else None
         self.rr = PacketMux(max(2, hosts), data_width, policy=ROUND_ROBIN) if hosts > 1 else None
         self.prio = PacketMux(2, data_width, policy=PRIORITY)
         self.skid = SkidBuffer(axis_beat_layout(data_width))
@@ -79,6 +83,7 @@ class UplinkTx(wiring.Component):
                 "s_probe": In(sig),
                 "node_base": In(16),
                 "s_host": In(sig).array(hosts),
+                **({"s_ctrl": In(sig).array(hosts)} if hq else {}),
                 "m_axis": Out(sig),
                 "pause_in": In(1),
                 "tx_data": Out(1),
@@ -106,6 +111,14 @@ class UplinkTx(wiring.Component):
             m.submodules.queue = queue = self.queue
             wiring.connect(m, data, queue.s_axis)
             data = queue.m_axis
+        if self.ctrl_prio is not None:
+            m.submodules.ctrl_rr = crr = self.ctrl_rr
+            m.submodules.ctrl_prio = cp = self.ctrl_prio
+            for h in range(self.hosts):
+                wiring.connect(m, wiring.flipped(self.s_ctrl[h]), crr.s_axis[h])
+            wiring.connect(m, crr.m_axis, cp.s_axis[0])
+            wiring.connect(m, data, cp.s_axis[1])
+            data = cp.m_axis
         # pause holds the data frames only: PROBEs (60 bytes per interval) still go, as
         # a link's keep-alives do under PFC, so a paused link is not taken for a dead one
         wiring.connect(m, data, gate.s_axis)
