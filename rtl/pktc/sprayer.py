@@ -67,7 +67,7 @@ from ..interfaces import spray_descriptor_layout
 from ..lib.sram import SRAM
 from ..lib.stream import AXIStreamSignature, check_data_width
 
-__all__ = ["ContainerSprayer", "SprayMetaLayout", "EXPORTS"]
+__all__ = ["ContainerSprayer", "SprayMetaLayout", "next_in_turn", "EXPORTS"]
 
 SprayMetaLayout = spray_descriptor_layout()  # the shared record (rtl/interfaces.py)
 
@@ -99,6 +99,21 @@ LOAD_BITS = 20  # least-loaded byte counters (relative: renormalised)
 LOAD_NORM = 1 << 18
 
 
+def next_in_turn(m, healthy, after):
+    """``(nxt, ok)``, combinational: the first uplink of ``healthy`` after ``after`` in
+    turn (``after`` itself last); ``ok`` 0 when none is healthy."""
+    U = len(healthy)
+    nxt, nxt_ok = Signal(len(after)), Signal()
+    with m.Switch(after):
+        for r in range(U):
+            with m.Case(r):
+                for k in reversed(range(U)):
+                    idx = (r + 1 + k) % U
+                    with m.If(healthy[idx]):
+                        m.d.comb += [nxt.eq(idx), nxt_ok.eq(1)]
+    return nxt, nxt_ok
+
+
 def _uplink_choice(m, policy, healthy, last_pick, load, choice, choice_ok):
     """Drive ``choice``/``choice_ok``, the uplink for the next container: round-robin
     after ``last_pick`` (registered, 2 clocks stale at most), or (``policy`` 1) the
@@ -106,14 +121,7 @@ def _uplink_choice(m, policy, healthy, last_pick, load, choice, choice_ok):
     lower index; log2(U) clocks old, far less than a container)."""
     U, ubits = len(healthy), len(choice)
     if policy == 0:
-        nxt, nxt_ok = Signal(ubits), Signal()
-        with m.Switch(last_pick):
-            for r in range(U):
-                with m.Case(r):
-                    for k in reversed(range(U)):
-                        idx = (r + 1 + k) % U
-                        with m.If(healthy[idx]):
-                            m.d.comb += [nxt.eq(idx), nxt_ok.eq(1)]
+        nxt, nxt_ok = next_in_turn(m, healthy, last_pick)
         m.d.sync += [choice.eq(nxt), choice_ok.eq(nxt_ok)]
     else:
         # argmin tree over healthy uplinks (ties: lower index), one register per

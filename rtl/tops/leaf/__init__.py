@@ -133,6 +133,10 @@ class GSELeaf(wiring.Component):
         hx = pause_thresholds(delay, max_frame_bytes, w, host_store_bytes)
         fx = pause_thresholds(delay, max_frame_bytes + 18, w, fab_store_bytes)
         self.lookup = DestLookup(entries=cfg.nodes, ports=H)
+        # GSE mode: the per-(host port, uplink) queues; with them the control frames go
+        # round them and the sprayers need not avoid each other (rtl/config.py)
+        host_queue_bytes = cfg.uplink_queue_bytes if lb == "gse" and H > 1 else 0
+        self._avoid = not host_queue_bytes
         self.hin = [
             HostIngress(
                 cfg,
@@ -144,7 +148,7 @@ class GSELeaf(wiring.Component):
                 idle_cycles=idle_cycles,
                 lb=lb,
                 lean_requests=lean_requests,
-                ctrl_uplinks=bool(cfg.uplink_queue_bytes) and H > 1,
+                ctrl_uplinks=bool(host_queue_bytes),
             )
             for _ in range(H)
         ]
@@ -163,10 +167,7 @@ class GSELeaf(wiring.Component):
         self.fin = [FabricIngress(w, H, fab_store_bytes, fx[1], fx[2], cfg.ethertype) for _ in range(U)]
         # ECMP: the VOQ buffers' bytes become the uplinks' output queues (same total)
         queue_bytes = 0 if lb == "gse" else _pow2_at_most(H * cfg.voq_buffer_bytes // U)
-        host_queue_bytes = cfg.uplink_queue_bytes if lb == "gse" and H > 1 else 0
         self.utx = [UplinkTx(w, H, queue_bytes, host_queue_bytes) for _ in range(U)]
-        # with the per-host queues the sprayers need not avoid each other (rtl/config.py)
-        self._avoid = lb == "gse" and not host_queue_bytes
         self.ctl = ControlRx(w, U, H, cfg.ethertype)
         self.lm = LinkMonitor(data_width=w, links=U, interval=probe_interval)
         sig = AXIStreamSignature(w)

@@ -4,7 +4,9 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ...lib.packet_demux import PacketDemux
 from ...lib.stream import AXIStreamSignature
+from ...pktc.sprayer import next_in_turn
 
 __all__ = ["ControlSpread"]
 
@@ -20,43 +22,28 @@ class ControlSpread(wiring.Component):
     Interface: ``s_axis`` (in, AXI-Stream), ``m_axis[u]`` (out), ``healthy`` (in, U
     bits: the link monitor's set; with none healthy the frames wait).
 
-    Timing: no register on the path (``tready`` of the chosen output to ``s_axis``);
-    the choice is a register, moved on after each frame's last beat (and while idle
-    on an unhealthy uplink), so a frame never changes uplink.
+    Timing: a :class:`~opengse.rtl.lib.packet_demux.PacketDemux` (latency 1 clock, one
+    beat per clock); its select is the uplink register, taken with a frame's first beat
+    (so a frame never changes uplink) and moved on to the next healthy one then, or
+    while it names an unhealthy one.
     """
 
     def __init__(self, data_width=64, uplinks=2):
         self.uplinks = uplinks
+        self.demux = PacketDemux(uplinks, data_width)
         sig = AXIStreamSignature(data_width)
         super().__init__({"s_axis": In(sig), "m_axis": Out(sig).array(uplinks), "healthy": In(uplinks)})
 
     def elaborate(self, platform):
         m = Module()
-        U = self.uplinks
-        sel = Signal(range(U))
-        nxt = Signal(range(U))
-        nxt_ok = Signal()
-        busy = Signal()  # inside a frame: the choice holds
-        with m.Switch(sel):
-            for r in range(U):
-                with m.Case(r):
-                    for k in reversed(range(U)):
-                        idx = (r + 1 + k) % U
-                        with m.If(self.healthy[idx]):
-                            m.d.comb += [nxt.eq(idx), nxt_ok.eq(1)]
-        ok = Signal()
-        m.d.comb += ok.eq(self.healthy.bit_select(sel, 1))
-        s = self.s_axis
-        for u in range(U):
-            m.d.comb += [self.m_axis[u].payload.eq(s.payload), self.m_axis[u].valid.eq(s.valid & (sel == u) & (ok | busy))]
-        with m.Switch(sel):
-            for u in range(U):
-                with m.Case(u):
-                    m.d.comb += s.ready.eq(self.m_axis[u].ready & (ok | busy))
-        with m.If(s.valid & s.ready):
-            m.d.sync += busy.eq(~s.payload.last)
-            with m.If(s.payload.last & nxt_ok):
-                m.d.sync += sel.eq(nxt)
-        with m.Elif(~busy & ~ok & nxt_ok):
+        m.submodules.demux = demux = self.demux
+        wiring.connect(m, wiring.flipped(self.s_axis), demux.s_axis)
+        for u in range(self.uplinks):
+            wiring.connect(m, demux.m_axis[u], wiring.flipped(self.m_axis[u]))
+        sel = Signal(range(self.uplinks))
+        nxt, nxt_ok = next_in_turn(m, self.healthy, sel)
+        ok = self.healthy.bit_select(sel, 1)
+        m.d.comb += [demux.s_sel.valid.eq(ok), demux.s_sel.payload.index.eq(sel)]
+        with m.If((demux.s_sel.ready | ~ok) & nxt_ok):
             m.d.sync += sel.eq(nxt)
         return m
