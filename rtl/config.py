@@ -58,9 +58,10 @@ class GSEConfig:
     # stays free and no uplink assignment is pinned. Without it `avoid` pins each
     # sprayer of a loaded leaf to one uplink, and with several source leaves the flows
     # into one leaf could sit on one spine: 4 x 2 x 2 inter-leaf 0.759 -> 0.962 (with
-    # the control frames sent round the queues; docs/leaf.md, "Pinned uplinks"). One
-    # container plus the frame that overruns it.
-    uplink_queue_bytes: int = 8192
+    # the control frames sent round the queues; docs/leaf.md, "Pinned uplinks"). It
+    # stores whole frames, so the leaf requires it to hold its largest tagged frame
+    # (max_frame_bytes + 18): 8192 dropped every 9000 B frame as oversize.
+    uplink_queue_bytes: int = 16384
     ethertype: int = GSE_ETHERTYPE
 
     def __post_init__(self):

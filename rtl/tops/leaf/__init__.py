@@ -136,6 +136,12 @@ class GSELeaf(wiring.Component):
         # GSE mode: the per-(host port, uplink) queues; with them the control frames go
         # round them and the sprayers need not avoid each other (rtl/config.py)
         host_queue_bytes = cfg.uplink_queue_bytes if lb == "gse" and H > 1 else 0
+        if host_queue_bytes and host_queue_bytes < max_frame_bytes + 18:
+            # store-and-forward: a frame longer than the queue could never leave it
+            raise ValueError(
+                f"GSEConfig.uplink_queue_bytes {host_queue_bytes} cannot hold a tagged "
+                f"{max_frame_bytes}-byte frame (needs {max_frame_bytes + 18}; or 0: no queues)"
+            )
         self._avoid = not host_queue_bytes
         self.hin = [
             HostIngress(
