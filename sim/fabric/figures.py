@@ -14,11 +14,10 @@ that has no scenario at all gets a "not measured" row.
 """
 
 import json
-import math
 import shlex
 from pathlib import Path
 
-from .report import LIMIT_SHARE, target_for, verdicts
+from .report import LIMIT_SHARE, finite, target_for, verdicts
 from ..figures import commit_of as _commit_of
 
 __all__ = [
@@ -158,19 +157,13 @@ def record(doc, name, results, commit, command=None, note=None):
     entry = {
         "command": command or command_of(results),
         "commit": commit,
-        "results": {m: json.loads(json.dumps(_strip(r), default=_nan_none)) for m, r in results.items()},
+        "results": {m: finite(_strip(r)) for m, r in results.items()},
     }
     if note:
         entry["note"] = note
     doc.setdefault("scenarios", {})[name] = entry
     doc.setdefault("about", ABOUT)
     return entry
-
-
-def _nan_none(x):
-    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
-        return None
-    raise TypeError(f"not JSON: {x!r}")
 
 
 # -- verdicts ------------------------------------------------------------------------

@@ -176,14 +176,21 @@ def to_json(results):
     for mode, r in results.items():
         obj = {k: v for k, v in r.items() if k not in ("timeline", "timeline_per_seed", "per_host")}
         obj["verdicts"] = dict(verdicts(r))
-        lines.append(json.dumps(obj, default=_jsonable, allow_nan=False))
+        lines.append(json.dumps(finite(obj), allow_nan=False))
     return "\n".join(lines)
 
 
-def _jsonable(x):
-    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
-        return None
-    raise TypeError(f"not JSON: {x!r}")
+def finite(x):
+    """``x`` with every NaN or infinite float (a figure of a window where nothing was
+    delivered, a link class that carried nothing) as None: JSON has no NaN, and
+    ``json.dumps``'s ``default`` is never asked about floats."""
+    if isinstance(x, float):
+        return None if math.isnan(x) or math.isinf(x) else x
+    if isinstance(x, dict):
+        return {k: finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [finite(v) for v in x]
+    return x
 
 
 def write_png(results, path):

@@ -214,3 +214,19 @@ def test_failure_verdict_names_loss_beyond_the_failed_link():
     assert v[key].startswith(
         "MISS (52 on the link, PROBEs included; also leaf1.h0_out_ro_stat_drop_window 76"
     )
+
+
+def test_a_run_that_delivered_nothing_gives_json_nulls_not_a_crash():
+    # a window with nothing delivered has NaN figures (overhead limit, latency); the
+    # 8 KB uplink queues once dropped every 9000 B frame and `--json` then failed
+    from opengse.sim.fabric.report import to_json
+
+    r = _result(effective_throughput=0.0, overhead_limit=float("nan"))
+    r["limit_by_links"] = {"uplinks": float("inf"), "downlinks": float("nan")}
+    obj = json.loads(to_json({"gse": r}))
+    assert obj["overhead_limit"] is None
+    assert obj["limit_by_links"] == {"uplinks": None, "downlinks": None}
+    doc = {}
+    entry = ff.record(doc, "empty", {"gse": r}, "abc1234")
+    assert entry["results"]["gse"]["overhead_limit"] is None
+    json.dumps(doc, allow_nan=False)
