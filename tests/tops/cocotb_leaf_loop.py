@@ -10,8 +10,8 @@ tagger, DGSQ manager, VOQ, REQUEST out and back, GRANT out and back, container
 sprayed over the uplinks, reorder buffer, untag, egress FIFO. Several flows per
 source, random sizes, random idle on the sources (which also obey ``host_pause``),
 random back-pressure on the sinks. Frames to a MAC the table does not hold, frames
-that already carry the GSE EtherType and runts (10 bytes) are sent too and must be
-dropped and counted.
+that already carry the GSE EtherType, runts (10 bytes) and frames longer than the
+leaf's ``max_frame_bytes`` are sent too and must be dropped and counted.
 
 The reference is the bench's own ledger (plain Python): every frame to a known host
 arrives exactly once, byte-identical, at the right host port, in order per
@@ -42,6 +42,7 @@ from opengse.sim.runner import test_params
 H = test_params()["host_ports"]
 U = test_params()["uplinks"]
 SEED = int(os.environ.get("LEAF_LOOP_SEED", "0") or 0)
+MAX_FRAME = test_params().get("max_frame_bytes", 9216)
 
 
 def mac_of(n):
@@ -185,6 +186,7 @@ class LeafBench:
         self.unknown = [0] * H
         self.spoofed = [0] * H  # frames with the GSE EtherType from a host
         self.runts = [0] * H  # frames shorter than 14 bytes
+        self.longs = [0] * H  # frames longer than max_frame_bytes
         self.sent = 0
 
     async def start(self, sink_pause=0.2):
@@ -239,6 +241,12 @@ class LeafBench:
                     frames += [bytes(spoof), bytes(self.rng.getrandbits(8) for _ in range(10))]
                     self.spoofed[p] += 1
                     self.runts[p] += 1
+                    continue
+                if unknown_every and k % unknown_every == 1:
+                    # to a known host: only its length makes it bad
+                    size = MAX_FRAME + 1 + self.rng.randrange(300)
+                    frames.append(frame(p, mac_of(dests[0]), f"10.0.0.{dests[0]}", 0, 0, size, self.rng))
+                    self.longs[p] += 1
                     continue
                 f = self.rng.randrange(flows)
                 q = dests[f]
@@ -299,11 +307,12 @@ async def leaf_loopback(dut):
     stat = bench.cfg.stat
     for p in range(H):
         sent = len(plan[p])
-        stored = sent - bench.runts[p]
+        stored = sent - bench.runts[p] - bench.longs[p]
         passed = stored - bench.unknown[p] - bench.spoofed[p]
         checks = {
             ("cls", "store_frames"): stored,
             ("cls", "store_drop_runt"): bench.runts[p],
+            ("cls", "store_drop_long"): bench.longs[p],
             ("cls", "drop_unknown"): bench.unknown[p],
             ("cls", "drop_spoof"): bench.spoofed[p],
             ("cls", "frames"): passed,
@@ -332,6 +341,7 @@ async def leaf_loopback(dut):
         assert await stat(f"u{u}_rx", None, "drop_unrouted") == 0, f"uplink {u} unrouted"
         assert await stat(f"u{u}_rx", "store", "drop_overflow") == 0
         assert await stat(f"u{u}_rx", None, "probes") > 0
+        assert await stat(f"u{u}_tx", None, "drop_queue") == 0, f"uplink {u} queue drops"
     if bench.gse:
         used = [await stat(f"h{p}_in", "sp", "containers", u) for p in range(H) for u in range(U)]
         assert sum(1 for c in used if c) > H, f"containers per (host, uplink) {used}: not sprayed"

@@ -30,7 +30,9 @@ class HostClassify(wiring.Component):
     Parameters: ``data_width`` (8..64: the destination MAC must be complete before a
     14-byte frame's last beat), ``store_depth`` (beats), ``xoff_bytes``/``xon_bytes``
     (pause thresholds of the store), ``ttl`` (of the tags), ``ethertype``,
-    ``with_pkt`` (1: drive ``m_pkt`` for a DGSQ manager; 0: ECMP mode, no ``m_pkt``).
+    ``with_pkt`` (1: drive ``m_pkt`` for a DGSQ manager; 0: ECMP mode, no ``m_pkt``),
+    ``max_frame_bytes`` (longer frames are dropped at the store, ``stat_store_drop_long``;
+    0: none).
 
     Interface:
 
@@ -67,6 +69,7 @@ class HostClassify(wiring.Component):
         ttl=64,
         ethertype=GSE_ETHERTYPE,
         with_pkt=1,
+        max_frame_bytes=0,
     ):
         self.data_width = check_data_width(data_width)
         if data_width > 64:
@@ -80,6 +83,7 @@ class HostClassify(wiring.Component):
             xoff_bytes=xoff_bytes,
             xon_bytes=xon_bytes,
             min_bytes=ETH_HEADER_BYTES,
+            max_bytes=max_frame_bytes,
         )
         members = {
             "s_axis": In(AXIStreamSignature(data_width)),
@@ -98,7 +102,7 @@ class HostClassify(wiring.Component):
         }
         if with_pkt:
             members["m_pkt"] = Out(interfaces.packet_descriptor())
-        for name in ("frames", "drop_overflow", "drop_bad", "drop_runt", "pause_cycles"):
+        for name in ("frames", "drop_overflow", "drop_bad", "drop_runt", "drop_long", "pause_cycles"):
             members[f"stat_store_{name}"] = Out(32)
         super().__init__(members)
 
@@ -211,6 +215,6 @@ class HostClassify(wiring.Component):
                 with m.If(f.payload.last):
                     m.d.sync += beats_done.eq(1)
 
-        for name in ("frames", "drop_overflow", "drop_bad", "drop_runt", "pause_cycles"):
+        for name in ("frames", "drop_overflow", "drop_bad", "drop_runt", "drop_long", "pause_cycles"):
             m.d.comb += getattr(self, f"stat_store_{name}").eq(getattr(store, f"stat_{name}"))
         return m

@@ -38,7 +38,8 @@ class HostIngress(wiring.Component):
     Parameters: ``config`` (:class:`~opengse.rtl.config.GSEConfig`: widths, queues,
     buffers, uplinks U, nodes), ``store_depth`` (beats of the host-side store),
     ``xoff_bytes``/``xon_bytes`` (its pause thresholds), ``max_frame_bytes`` (the
-    largest host frame: the VOQ room kept free before a frame is let in), manager
+    largest host frame: the VOQ room kept free before a frame is let in; a longer
+    one is dropped at the store, ``cls_stat_store_drop_long``), manager
     timers ``refresh_cycles``, ``idle_cycles``.
 
     Interface:
@@ -88,7 +89,13 @@ class HostIngress(wiring.Component):
         self.ctrl_uplinks = ctrl_uplinks and lb == "gse"
         gse = lb == "gse"
         self.cls = HostClassify(
-            w, store_depth, xoff_bytes, xon_bytes, ethertype=cfg.ethertype, with_pkt=int(gse)
+            w,
+            store_depth,
+            xoff_bytes,
+            xon_bytes,
+            ethertype=cfg.ethertype,
+            with_pkt=int(gse),
+            max_frame_bytes=max_frame_bytes,
         )
         self.tag = GSETagger(w, cfg.ethertype)
         members = {

@@ -27,7 +27,8 @@ class IngressStore(wiring.Component):
     (bits of the per-frame ``info``), ``desc_depth`` (frames it can hold, a power of
     two; default ``depth // 8``: 60-byte frames at 64 bits), ``xoff_bytes`` /
     ``xon_bytes`` (pause thresholds on the stored bytes, ``xon <= xoff``),
-    ``min_bytes`` (shorter frames are dropped as runts; 0: none).
+    ``min_bytes`` (shorter frames are dropped as runts; 0: none), ``max_bytes``
+    (longer frames are dropped; 0: none, up to 65535).
 
     Interface:
 
@@ -35,7 +36,9 @@ class IngressStore(wiring.Component):
       bad frame: dropped whole (``stat_drop_bad``). A frame that does not fit (the data
       store is full at one of its beats, or ``desc_depth`` frames are stored) is dropped
       whole and counted in ``stat_drop_overflow``; a frame shorter than ``min_bytes``
-      in ``stat_drop_runt``. ``tkeep`` of a last beat must be contiguous from byte 0.
+      in ``stat_drop_runt``; one longer than ``max_bytes`` whole, from the beat that
+      passes it, in ``stat_drop_long``. ``tkeep`` of a last beat must be contiguous
+      from byte 0.
     * ``info`` (in): sampled with each frame's last beat, stored with it.
     * ``m_desc`` (out, :func:`store_desc_layout`): one per stored frame, in order: its
       length and ``info``; valid together with (no later than) the frame's first beat.
@@ -45,7 +48,8 @@ class IngressStore(wiring.Component):
       cleared once fewer than ``xon_bytes`` are (hysteresis); ``level`` (out): beats
       stored (the frame being written included).
     * ``stat_frames`` (frames stored), ``stat_drop_overflow``, ``stat_drop_bad``,
-      ``stat_drop_runt``, ``stat_pause_cycles`` (clocks with ``pause`` set). 32-bit.
+      ``stat_drop_runt``, ``stat_drop_long``, ``stat_pause_cycles`` (clocks with
+      ``pause`` set). 32-bit.
 
     Timing: a frame and its descriptor become visible 2 clocks after its last beat was
     written; then one beat per clock, no bubble between frames. Storage: one SRAM of
@@ -61,6 +65,7 @@ class IngressStore(wiring.Component):
         xoff_bytes=None,
         xon_bytes=None,
         min_bytes=0,
+        max_bytes=0,
     ):
         if not _pow2(depth):
             raise ValueError(f"depth must be a power of two >= 2, not {depth!r}")
@@ -74,7 +79,9 @@ class IngressStore(wiring.Component):
         self.xon_bytes = self.xoff_bytes if xon_bytes is None else xon_bytes
         if not 0 <= self.xon_bytes <= self.xoff_bytes <= cap:
             raise ValueError("need 0 <= xon_bytes <= xoff_bytes <= depth * bytes per beat")
-        self.min_bytes, self.info_width = min_bytes, max(1, info_width)
+        if not 0 <= max_bytes <= 0xFFFF:
+            raise ValueError(f"max_bytes must be 0..65535, not {max_bytes!r}")
+        self.min_bytes, self.max_bytes, self.info_width = min_bytes, max_bytes, max(1, info_width)
         super().__init__(
             {
                 "s_axis": In(AXIStreamSignature(data_width)),
@@ -87,6 +94,7 @@ class IngressStore(wiring.Component):
                 "stat_drop_overflow": Out(32),
                 "stat_drop_bad": Out(32),
                 "stat_drop_runt": Out(32),
+                "stat_drop_long": Out(32),
                 "stat_pause_cycles": Out(32),
             }
         )
@@ -118,6 +126,10 @@ class IngressStore(wiring.Component):
         take = s.valid
         overflow = Signal()
         m.d.comb += overflow.eq(full | (s.payload.last & desc_full) | (length > 0xFFFF))
+        # a frame longer than the leaf's largest would overrun the stores behind it
+        # (the uplink queues hold one tagged max frame): dropped here, counted apart
+        too_long = Signal()
+        m.d.comb += too_long.eq((length > self.max_bytes) if self.max_bytes else 0)
         with m.If(take):
             with m.If(s.payload.last):
                 m.d.sync += [nbytes.eq(0), dropping.eq(0)]
@@ -126,8 +138,11 @@ class IngressStore(wiring.Component):
             with m.If(dropping):
                 with m.If(s.payload.last):
                     m.d.sync += wr.eq(cw)
-            with m.Elif(overflow):
-                m.d.sync += self.stat_drop_overflow.eq(self.stat_drop_overflow + 1)
+            with m.Elif(overflow | too_long):
+                with m.If(too_long):
+                    m.d.sync += self.stat_drop_long.eq(self.stat_drop_long + 1)
+                with m.Else():
+                    m.d.sync += self.stat_drop_overflow.eq(self.stat_drop_overflow + 1)
                 with m.If(s.payload.last):
                     m.d.sync += wr.eq(cw)
                 with m.Else():

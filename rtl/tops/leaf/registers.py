@@ -61,6 +61,7 @@ OWN_DOCS = {
     "cls_stat_store_drop_overflow": "frames dropped whole: the host-side store was full (host ignored pause)",
     "cls_stat_store_drop_bad": "frames dropped whole: marked bad in `tuser`",
     "cls_stat_store_drop_runt": "frames dropped whole: shorter than 14 bytes",
+    "cls_stat_store_drop_long": "frames dropped whole: longer than the leaf's max_frame_bytes",
     "cls_stat_store_pause_cycles": "clocks the leaf asked this host to pause",
     "voq_free_cells": "free cells of the VOQ buffer",
     "ctx_used": "DGSQ contexts in use",
@@ -81,6 +82,7 @@ OWN_DOCS = {
     "stat_grants": "GRANT headers handed to a DGSQ manager",
     "stat_frames": "frames sent on the uplink",
     "stat_held_cycles": "clocks a frame waited at the uplink because of pause",
+    "stat_drop_queue": "frames an uplink queue dropped whole: bad or longer than the queue",
 }
 
 

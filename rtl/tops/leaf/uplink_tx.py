@@ -58,7 +58,8 @@ class UplinkTx(wiring.Component):
     (out: a one-clock pulse as the last beat of a frame from ``s_host`` enters the
     output mux, for the link monitor: this link carried traffic), counters
     ``stat_frames`` (frames sent), ``stat_probes``, ``stat_pause_cycles``,
-    ``stat_held_cycles``.
+    ``stat_held_cycles``, ``stat_drop_queue`` (frames its queues dropped whole: bad or
+    longer than the queue; with the leaf's frame limit neither happens).
 
     Timing: two mux registers and a skid buffer: latency 3 clocks; one beat per clock,
     no bubble between frames.
@@ -91,6 +92,7 @@ class UplinkTx(wiring.Component):
                 "stat_probes": Out(32),
                 "stat_pause_cycles": Out(32),
                 "stat_held_cycles": Out(32),
+                "stat_drop_queue": Out(32),
             }
         )
 
@@ -132,6 +134,9 @@ class UplinkTx(wiring.Component):
             self.stat_frames.eq(prio.stat_packets[0] + prio.stat_packets[1]),
             self.stat_pause_cycles.eq(gate.stat_pause_cycles),
             self.stat_held_cycles.eq(gate.stat_held_cycles),
+            self.stat_drop_queue.eq(
+                sum(q.stat_drop_bad + q.stat_drop_oversize for q in self.host_queues + [self.queue] if q)
+            ),
         ]
         return m
 
