@@ -31,6 +31,7 @@ class LinkModel:
         receiver's ``pause_in``; returns ``(out_beat or None, pause_out)`` of this clock."""
         self.wire.append((beat, pause_in))
         arriving, pause_out = self.wire.pop(0)
+        pause_out = 0 if fail else pause_out  # a failed link carries no PFC frames
         out = None
         if arriving is not None:
             self.beats += 1

@@ -54,8 +54,9 @@ class FabricLink(wiring.Component):
         delivered are delivered.
     ``pause_in`` : ``In(1)``
         The receiver's pause request; ``pause_out`` : ``Out(1)`` is it ``delay`` clocks
-        later, for the sender (0 during the first ``delay`` clocks after reset). Pause is
-        not affected by ``fail``.
+        later, for the sender (0 during the first ``delay`` clocks after reset), and 0
+        while ``fail`` is 1: pause travels in PFC frames on the same cable, so a failed
+        link carries none and its sender resumes (its frames are then lost).
     ``stat_beats``, ``stat_frames`` : ``Out(32)``
         Beats (busy clocks of the wire: utilisation) and last beats that reached the far
         end, delivered or lost.
@@ -140,7 +141,7 @@ class FabricLink(wiring.Component):
         raw = Signal.like(s.payload)
         raw_valid, raw_pause = Signal(), Signal()
         m.d.comb += Cat(raw, raw_valid, raw_pause).eq(word_out)
-        m.d.comb += self.pause_out.eq(raw_pause)
+        m.d.comb += self.pause_out.eq(raw_pause & ~self.fail)
         assert n_beat + 2 == width
 
         # Far end: deliver or lose. `mid`: the raw stream is inside a frame; `passing`:

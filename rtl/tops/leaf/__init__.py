@@ -309,7 +309,11 @@ class GSELeaf(wiring.Component):
                 self.fab_pause[u].eq(fin.pause),
                 fin.node_base.eq(node_base),
                 lm.probe_rx[u].eq(fin.probe_rx),
-                lm.rx_frame[u].eq(fin.frame_rx),
+                # a far end that pauses us is alive: pause is PFC frames it sends. Its
+                # PROBE return may wait behind data it holds (the spine's input store),
+                # so a congested lossless link was taken for dead and ECMP's flows
+                # moved (incast: 4 down events, 115 frames reordered, 6 late)
+                lm.rx_frame[u].eq(fin.frame_rx | self.fab_pause_in[u]),
                 lm.tx_data[u].eq(utx.tx_data),
                 utx.pause_in.eq(self.fab_pause_in[u]),
                 utx.node_base.eq(node_base),
