@@ -64,6 +64,13 @@ def add_arguments(sp):
     sp.add_argument("--spines", type=int, default=4, help="S = uplinks per leaf (default 4)")
     sp.add_argument("--hosts", type=int, default=4, help="host ports per leaf H (default 4)")
     sp.add_argument("--delay", type=int, default=100, help="link delay in clocks (default 100)")
+    sp.add_argument(
+        "--container-bytes",
+        type=int,
+        default=4096,
+        metavar="N",
+        help="GSE container (grant) size of the leaves, a power of two (default 4096)",
+    )
     sp.add_argument("--json", action="store_true", help="print one JSON object per mode")
     sp.add_argument(
         "--png",
@@ -187,7 +194,9 @@ def run(args):
         raise ValueError("--sample must be >= 100 clocks")
     if args.delay < 1 or args.delay > 4096:
         raise ValueError("--delay must be 1..4096 clocks")
-    shape = FabricShape(args.leaves, args.spines, args.hosts, args.delay)
+    shape = FabricShape(
+        args.leaves, args.spines, args.hosts, args.delay, container_bytes=args.container_bytes
+    )
     run_cfg = RunConfig(
         pattern=args.pattern,
         frame_bytes=args.frame_bytes,

@@ -122,6 +122,7 @@ def command_of(results):
         sh["H"],
         "--delay",
         sh.get("delay", 100),
+        *(["--container-bytes", sh["container"]] if "container" in sh else []),
         "--lb",
         lb,
         "--pattern",

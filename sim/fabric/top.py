@@ -42,6 +42,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from opengse.rtl.config import GSEConfig
+from opengse.rtl.header.gse_header import CONTAINER_BYTES, CREDIT_UNIT_BYTES
 from opengse.rtl.tb.link import FabricLink
 
 from opengse.rtl.lib.stream import AXIStreamSignature
@@ -59,13 +60,14 @@ HOST_MODES = ("gen", "stream")
 @dataclass(frozen=True)
 class FabricShape:
     """L leaves, S spines (= uplinks per leaf), H host ports per leaf, link delay,
-    datapath width."""
+    datapath width, and the leaves' container (= grant) size in bytes (GSE mode)."""
 
     leaves: int = 4
     spines: int = 4
     hosts: int = 4
     delay: int = 100
     data_width: int = 64
+    container_bytes: int = CONTAINER_BYTES
 
     def __post_init__(self):
         if not 2 <= self.leaves <= 8:
@@ -76,6 +78,9 @@ class FabricShape:
             raise ValueError(f"hosts per leaf must be 1..16, not {self.hosts}")
         if self.leaves * self.hosts > 256:
             raise ValueError("at most 256 hosts (host n's MAC ends in one byte n)")
+        c = self.container_bytes
+        if not (CREDIT_UNIT_BYTES <= c <= 65536 and c & (c - 1) == 0):
+            raise ValueError(f"container bytes must be a power of two, 64..65536, not {c}")
 
     @property
     def n_hosts(self):
@@ -91,7 +96,11 @@ class FabricShape:
 
     def leaf_config(self):
         return GSEConfig(
-            data_width=self.data_width, host_ports=self.hosts, uplinks=self.spines, nodes=self.nodes
+            data_width=self.data_width,
+            host_ports=self.hosts,
+            uplinks=self.spines,
+            nodes=self.nodes,
+            container_bytes=self.container_bytes,
         )
 
     def as_dict(self):
@@ -101,6 +110,8 @@ class FabricShape:
             "H": self.hosts,
             "delay": self.delay,
             "w": self.data_width,
+            # only when not the default: the shapes (and builds) of older records stay
+            **({"container": self.container_bytes} if self.container_bytes != CONTAINER_BYTES else {}),
         }
 
 

@@ -230,3 +230,15 @@ def test_a_run_that_delivered_nothing_gives_json_nulls_not_a_crash():
     entry = ff.record(doc, "empty", {"gse": r}, "abc1234")
     assert entry["results"]["gse"]["overhead_limit"] is None
     json.dumps(doc, allow_nan=False)
+
+
+def test_a_container_size_other_than_the_default_is_in_the_shape_and_the_command():
+    from opengse.sim.fabric.top import FabricShape
+
+    assert "container" not in FabricShape().as_dict()  # older records keep their shape
+    shape = FabricShape(2, 2, 2, container_bytes=16384)
+    assert shape.leaf_config().container_bytes == 16384
+    r = _result(shape=shape.as_dict())
+    assert "--container-bytes 16384" in ff.command_of({"gse": r})
+    with pytest.raises(ValueError, match="power of two"):
+        FabricShape(container_bytes=5000)
