@@ -370,6 +370,8 @@ def _shape(r):
 
 def _traffic(r):
     t = f"{r['pattern']}, {r['frame_bytes']} B"
+    if "container" in r["shape"]:
+        t += f", {r['shape']['container'] // 1024} KB containers"
     if (r.get("tenants") or 1) > 1:
         t += f", {r['tenants']} tenants"
     if r.get("control_loss"):
