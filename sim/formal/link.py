@@ -6,7 +6,7 @@ the SRAM ring) keeps its own delay line of the input (beat, ``tvalid``, ``pause_
 and asserts every clock:
 
 * ``s_axis_tready`` is 1 and ``pause_out`` is ``pause_in`` of ``delay`` clocks before
-  (0 in the first ``delay`` clocks), whatever ``fail`` does;
+  (0 in the first ``delay`` clocks) while ``fail`` is 0, and 0 while it is 1;
 * in a clock with ``fail`` 0, the beat sent ``delay`` clocks before is on ``m_axis``
   exactly when it is a frame's first beat or its frame was delivered whole so far (the
   rest of a frame cut by a failure is lost, as documented), and nothing else is;
@@ -58,7 +58,10 @@ class LinkWire(Elaboratable):
         exp_beat, exp_valid, exp_pause = exp[:n], exp[n], exp[n + 1]
         exp_view = data.View(s.payload.shape(), exp_beat)
 
-        m.d.comb += Assert(dut.pause_out == exp_pause, "pause_out is not pause_in delay clocks later")
+        m.d.comb += Assert(
+            dut.pause_out == (exp_pause & ~dut.fail),
+            "pause_out is not pause_in delay clocks later (0 while failed)",
+        )
         is_close = o.valid & o.payload.user[0]
         with m.If(o.valid & ~is_close):
             m.d.comb += [
@@ -118,11 +121,11 @@ WIRE = register(
     Property(
         name="fabric_link_wire",
         block="fabric_link",
-        asserts="s_axis_tready 1; pause_out = pause_in delay clocks before; with fail 0 every beat arrives "
-        "delay clocks later unchanged (but the rest of a cut frame) and nothing else; with fail free, "
-        "a delivered beat is the one sent delay clocks before or a close (tlast, tuser), frames at the "
-        "receiver whole or closed bad, the "
-        "close exactly in the first failed clock (64-bit, delay 2: register chain)",
+        asserts="s_axis_tready 1; pause_out = pause_in delay clocks before, 0 while failed; with fail 0 "
+        "every beat arrives delay clocks later unchanged (but the rest of a cut frame) and nothing "
+        "else; with fail free, a delivered beat is the one sent delay clocks before or a close "
+        "(tlast, tuser), frames at the receiver whole or closed bad, the close exactly in the first "
+        "failed clock (64-bit, delay 2: register chain)",
         assumptions="rst low after reset; input tuser bit 0 = 0 (to tell a close); beats, tlast, fail, "
         "pause_in and m_axis_tready free",
         mode="bmc",
