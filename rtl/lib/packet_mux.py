@@ -5,6 +5,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..catalog import BlockSpec
+from .round_robin import next_in_turn
 from .stream import AXIStreamSignature, check_data_width
 
 __all__ = ["PacketMux", "PRIORITY", "ROUND_ROBIN", "EXPORTS"]
@@ -82,14 +83,9 @@ class PacketMux(wiring.Component):
                 with m.If(valids[i]):
                     m.d.comb += pick.eq(i)
         else:
-            # First valid input after `sel`, cyclically: one priority chain per rotation.
-            with m.Switch(sel):
-                for r in range(n):
-                    with m.Case(r):
-                        for k in reversed(range(n)):
-                            idx = (r + 1 + k) % n
-                            with m.If(valids[idx]):
-                                m.d.comb += pick.eq(idx)
+            # first valid input after `sel`, cyclically
+            rr_pick, _ = next_in_turn(m, valids, sel)
+            m.d.comb += pick.eq(rr_pick)
 
         cur = Signal(sbits)
         m.d.comb += cur.eq(Mux(in_pkt, sel, pick))

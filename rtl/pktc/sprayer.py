@@ -64,10 +64,11 @@ from amaranth.lib.wiring import In, Out
 from ..catalog import BlockSpec
 from ..header.gse_header import ETH_HEADER_BYTES, GSE_FIELDS, GSEFlags, pack_header
 from ..interfaces import spray_descriptor_layout
+from ..lib.round_robin import next_in_turn
 from ..lib.sram import SRAM
 from ..lib.stream import AXIStreamSignature, check_data_width
 
-__all__ = ["ContainerSprayer", "SprayMetaLayout", "next_in_turn", "EXPORTS"]
+__all__ = ["ContainerSprayer", "SprayMetaLayout", "EXPORTS"]
 
 SprayMetaLayout = spray_descriptor_layout()  # the shared record (rtl/interfaces.py)
 
@@ -97,21 +98,6 @@ def _stamp(data, beat, nbytes, fields):
 
 LOAD_BITS = 20  # least-loaded byte counters (relative: renormalised)
 LOAD_NORM = 1 << 18
-
-
-def next_in_turn(m, healthy, after):
-    """``(nxt, ok)``, combinational: the first uplink of ``healthy`` after ``after`` in
-    turn (``after`` itself last); ``ok`` 0 when none is healthy."""
-    U = len(healthy)
-    nxt, nxt_ok = Signal(len(after)), Signal()
-    with m.Switch(after):
-        for r in range(U):
-            with m.Case(r):
-                for k in reversed(range(U)):
-                    idx = (r + 1 + k) % U
-                    with m.If(healthy[idx]):
-                        m.d.comb += [nxt.eq(idx), nxt_ok.eq(1)]
-    return nxt, nxt_ok
 
 
 def _uplink_choice(m, policy, healthy, last_pick, load, choice, choice_ok):

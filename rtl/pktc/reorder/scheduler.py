@@ -51,6 +51,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ...lib.round_robin import next_in_turn
 from .records import ahead_layout, job_layout, maintenance_layout, proof_layout, release_layout, strobe
 
 __all__ = ["HeadScheduler"]
@@ -100,14 +101,7 @@ class HeadScheduler(wiring.Component):
         rr = Signal(g.src_bits)
         eligible = Signal(N)
         m.d.comb += eligible.eq(cand & ~act_mnt & ~chg)
-        pick, pick_ok = Signal(g.src_bits), Signal()
-        with m.Switch(rr):
-            for r in range(N):
-                with m.Case(r):
-                    for k in reversed(range(N)):
-                        idx = (r + 1 + k) % N
-                        with m.If(eligible[idx]):
-                            m.d.comb += [pick.eq(idx), pick_ok.eq(1)]
+        pick, pick_ok = next_in_turn(m, eligible, rr)
         go = pick_ok & self.job_room
         sp_sel = Cat(*sp).word_select(pick, len(sp[0])) if N > 1 else sp[0]
         m.d.sync += [

@@ -5,8 +5,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ...lib.packet_demux import PacketDemux
+from ...lib.round_robin import next_in_turn
 from ...lib.stream import AXIStreamSignature
-from ...pktc.sprayer import next_in_turn
 
 __all__ = ["ControlSpread"]
 
