@@ -56,6 +56,7 @@ __all__ = [
     "spray_descriptor",
     "ControlHeaderLayout",
     "control_header",
+    "VOID_BITS",
     "request_record_layout",
     "request_record",
     "grant_record_layout",
@@ -157,9 +158,13 @@ def spray_descriptor():
 
 # ---- REQUEST / GRANT -----------------------------------------------------------------
 
-#: A control frame's header fields (all but ``ver`` and ``next_type``): what the
-#: control-frame encoder takes and the decoder gives.
-ControlHeaderLayout = gse_header_layout(omit=("ver", "next_type"))
+#: A control frame's header fields (all but ``ver``, which is always 1): what the
+#: control-frame encoder takes and the decoder gives. ``next_type`` is 0 in GRANTs and
+#: PROBEs; a REQUEST carries its queue's void-GRANT count in it (docs/protocol.md).
+ControlHeaderLayout = gse_header_layout(omit=("ver",))
+
+#: Bits of a REQUEST's void-GRANT count (``next_type`` bits 7:0; the count wraps).
+VOID_BITS = 8
 
 
 def control_header():
@@ -168,10 +173,17 @@ def control_header():
 
 def request_record_layout():
     """A decoded REQUEST: who asks (``src_node``, ``dgsq``), for what class and tenant,
-    the backlog in credit units (the REQUEST's ``len``), and ``seq``: the seq of the
-    last GRANT that queue received (the source's acknowledgement)."""
+    the backlog in credit units (the REQUEST's ``len``), ``seq``: the seq of the
+    last GRANT that queue received (the source's acknowledgement), and ``voids``: how
+    many of its GRANTs brought no container, modulo ``2**VOID_BITS`` (the REQUEST's
+    ``next_type`` bits 7:0)."""
     return data.StructLayout(
-        {**_fields("src_node", "dgsq", "tc", "tenant"), "backlog": FIELD_BITS["len"], "seq": SEQ_BITS}
+        {
+            **_fields("src_node", "dgsq", "tc", "tenant"),
+            "backlog": FIELD_BITS["len"],
+            "seq": SEQ_BITS,
+            "voids": VOID_BITS,
+        }
     )
 
 

@@ -196,6 +196,7 @@ class ArbiterBench:
                         "tenant": r["tenant"],
                         "backlog": r["len"],
                         "seq": r["seq"],
+                        "voids": r["voids"],
                     }
                 )
 

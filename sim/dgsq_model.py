@@ -7,10 +7,13 @@ Independent of the RTL: only the protocol constants come from the header module.
   priority across traffic classes, weighted round-robin rounds within a class, one
   container per grant while ``outstanding + grant <= room``, at most
   ``max_inflight`` containers in flight per requester, REQUEST demand corrected by
-  the source's acknowledged GRANT seq, leases for lost GRANTs.
+  the source's acknowledged GRANT seq, every grant a container in flight until its
+  container arrives or the source reports it void (REQUEST ``voids``), leases for
+  lost GRANTs.
 * :class:`SourceModel` is the source side (DGSQ manager + VOQ buffer): per queue its
   packets, backlog, signed credit balance, REQUEST triggers (non-empty, growth by a
-  container beyond the arbiter's view, refresh) and the acknowledged GRANT seq. Credit
+  container beyond the arbiter's view, refresh, a void GRANT), the acknowledged GRANT
+  seq and the count of void GRANTs (GRANTs that brought no container). Credit
   is counted in whole credit units per packet (:func:`credit_bytes`), as the egress
   reports arrivals: backlog, releases and their reports are in rounded bytes.
 * :func:`jain` is Jain's fairness index.
@@ -25,6 +28,7 @@ from .voq_model import credit_bytes
 __all__ = ["ArbiterModel", "SourceModel", "SourceQueue", "credit_bytes", "jain", "units"]
 
 SEQ_MOD = 1 << 16
+VOID_MOD = 1 << 8  # a REQUEST's void-GRANT count wraps (next_type bits 7:0)
 DEBT_MAX = 511  # credit units of overrun debt kept per requester (clamped)
 
 
@@ -41,7 +45,7 @@ def jain(xs):
 
 
 class _Slot:
-    def __init__(self, key, tc, tenant, seq, quota):
+    def __init__(self, key, tc, tenant, seq, quota, voids=0):
         self.key = key
         self.tc = tc
         self.tenant = tenant
@@ -50,9 +54,7 @@ class _Slot:
         self.cleft = 0
         self.gseq = seq
         self.quota = quota
-        self.completed = (
-            0  # grants settled (container done, or debt only) that no REQUEST acknowledged (max 3)
-        )
+        self.voids = voids  # the source's void-GRANT count, as last reported
         self.idle_since = 0  # last progress (for leases)
 
 
@@ -91,7 +93,7 @@ class ArbiterModel:
     def index(self, key):
         return self.order.index(key) if key in self.slots else None
 
-    def request(self, src_node, dgsq, tc, tenant, backlog, seq, now=0):
+    def request(self, src_node, dgsq, tc, tenant, backlog, seq, now=0, voids=0):
         key = (src_node, dgsq)
         s = self.slots.get(key)
         if s is None:
@@ -100,24 +102,29 @@ class ArbiterModel:
             if None not in self.order:
                 self.stats["req_no_slot"] += 1
                 return
-            s = _Slot(key, tc, tenant, seq, self.weight(tenant))
+            s = _Slot(key, tc, tenant, seq, self.weight(tenant), voids)
             s.idle_since = now
             self.slots[key] = s
             self.order[self.order.index(None)] = key
+        # Void GRANTs reported since the last count (an older count: an overtaken
+        # REQUEST) bring no container: no longer in flight.
+        dv = (voids - s.voids) % VOID_MOD
+        if 0 < dv < VOID_MOD // 2:
+            s.inflight = max(0, s.inflight - dv)
+            s.voids = voids
+            s.idle_since = now
         unacked = (s.gseq - seq) % SEQ_MOD
-        # Grants the source may not have seen: those in flight or settled and not yet
-        # acknowledged (one it never got completes never: a lost GRANT).
-        seen = s.inflight + s.completed
-        left = unacked
-        if unacked > seen:
-            # Lost GRANTs or a new queue at the source: resynchronise, forget the debt.
+        cl = min(s.cleft, s.inflight * self.G)  # credit of void grants is released
+        if unacked > s.inflight:
+            # Grants the source never saw and that are not in flight: lost GRANTs (a
+            # lease wrote them off) or a new queue at the source. Resynchronise, forget
+            # the debt.
             s.gseq = seq
-            s.cleft = max(s.cleft, 0)
-            left = 0
-        unacked = min(unacked, seen)
-        # Settled grants stay counted while this REQUEST did not acknowledge them (a
-        # later REQUEST may have been sent before the source saw them too).
-        s.completed = min(s.completed, max(0, left - s.inflight))
+            s.voids = voids
+            cl = max(cl, 0)
+            unacked = 0
+        self.outstanding -= max(s.cleft, 0) - max(cl, 0)
+        s.cleft = cl
         s.demand = max(0, backlog - unacked * self.G)
         s.tc, s.tenant = tc, tenant
         self._maybe_free(s)
@@ -130,8 +137,7 @@ class ArbiterModel:
         # Signed credit: an overrun leaves debt the source repays from its next grant.
         cl = max(s.cleft - min(credits, DEBT_MAX), -DEBT_MAX)
         if last:
-            s.completed = min(s.completed + 1, 3)
-            s.inflight = 0 if (s.inflight == 0 or cl <= 0) else s.inflight - 1
+            s.inflight = max(0, s.inflight - 1)
             cl = min(cl, s.inflight * self.G)
         rel = max(s.cleft, 0) - max(cl, 0)
         # New debt (an overrun) used backlog the demand still counts.
@@ -212,10 +218,7 @@ class ArbiterModel:
         s.demand = max(0, s.demand - (self.G - repay))
         if s.inflight == 0:
             s.idle_since = now
-        if s.cleft > -self.G:  # a container will come for this grant
-            s.inflight += 1
-        else:  # it only repays debt: settled at once
-            s.completed = min(s.completed + 1, 3)
+        s.inflight += 1  # a container is expected until the source reports it void
         self.outstanding += max(s.cleft + self.G, 0) - max(s.cleft, 0)
         s.cleft += self.G
         s.gseq = (s.gseq + 1) % SEQ_MOD
@@ -239,6 +242,8 @@ class SourceQueue:
         self.sent = 0  # credit bytes released in total
         self.rel_pending = False  # a release is out at the VOQ buffer
         self.pg = 0  # credit of GRANTs that came while it was out
+        self.npg = 0  # those GRANTs (each brings a container or is void)
+        self.voids = 0  # GRANTs that brought no container (REQUESTs report the count)
         self.gaps = 0
 
 
@@ -292,6 +297,7 @@ class SourceModel:
             "tenant": tenant,
             "len": q.view,
             "seq": q.ack,
+            "voids": q.voids % VOID_MOD,
             "dgsq": qid,
             "src_node": self.node_id,
         }
@@ -319,15 +325,24 @@ class SourceModel:
         if q.rel_pending:
             # One GRANT, one container: its credit waits for the release that is out.
             q.pg += credit * CREDIT_UNIT_BYTES
+            q.npg += 1
             return 0
         q.balance += credit * CREDIT_UNIT_BYTES
-        if q.balance <= 0:
+        if q.balance <= 0:  # it only repaid debt
+            self._void(q, 1)
             return 0
-        if q.backlog == 0:
+        if q.backlog == 0:  # the queue ran dry
             q.balance = 0
+            self._void(q, 1)
             return 0
         q.rel_pending = True
         return q.balance
+
+    def _void(self, q, n):
+        """``n`` GRANTs brought no container: a REQUEST reports them."""
+        if n:
+            q.voids += n
+            self.pending.add(q.qid)
 
     def release(self, qid, credit):
         """The VOQ side: whole packets while the credit they use (lengths rounded up to
@@ -352,6 +367,8 @@ class SourceModel:
         q.backlog -= sent_bytes
         q.sent += sent_bytes
         q.rel_pending = False
+        if sent_bytes == 0:  # the release sent nothing: its GRANT was void
+            self._void(q, 1)
         # The container is done: debt carries over, credit it left unused is dropped
         # (the arbiter releases it at the container's last packet), and the credit of
         # GRANTs that came meanwhile is the next container's.
@@ -360,9 +377,18 @@ class SourceModel:
         left = min(q.balance - sent_bytes, 0) + q.pg
         q.balance = min(left, self.CU * CREDIT_UNIT_BYTES)
         q.pg = left - q.balance
+        if q.balance > 0 and q.backlog:
+            # The next container takes one waiting GRANT, or all of them when it takes
+            # all the credit that is left (debt took the rest): those are void.
+            q.rel_pending = True
+            if q.pg:
+                q.npg -= 1
+            else:
+                self._void(q, max(q.npg - 1, 0))
+                q.npg = 0
+            return q.balance
         if q.balance > 0:
-            if q.backlog:
-                q.rel_pending = True
-                return q.balance
             q.balance = q.pg = 0
+        self._void(q, q.npg)  # no next container: every waiting GRANT is void
+        q.npg = 0
         return 0

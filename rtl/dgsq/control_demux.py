@@ -23,7 +23,8 @@ class ControlDemux(wiring.Component):
     ``m_req`` : ``Out(interfaces.request_record())``
         A REQUEST for this leaf's grant arbiter (``s_req``): ``src_node``, ``dgsq``,
         ``tc``, ``tenant`` as received, ``backlog`` = the REQUEST's ``len`` (credit
-        units), ``seq`` = the acknowledged GRANT seq.
+        units), ``seq`` = the acknowledged GRANT seq, ``voids`` = the void-GRANT count
+        (``next_type`` bits 7:0).
     ``m_grant`` : ``Out(interfaces.grant_in())``
         A GRANT for this leaf's DGSQ manager (``s_grant``): ``type``, ``src_node``
         (the granting leaf), ``port`` (its egress port), ``seq``, ``len`` (credit
@@ -70,6 +71,7 @@ class ControlDemux(wiring.Component):
             req.payload.tenant.eq(h.tenant),
             req.payload.backlog.eq(h.len),
             req.payload.seq.eq(h.seq),
+            req.payload.voids.eq(h.next_type),
             grant.valid.eq(s.valid & is_grant),
         ]
         for name, _ in GrantInLayout:

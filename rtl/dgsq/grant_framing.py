@@ -67,6 +67,7 @@ class GrantFraming(wiring.Component):
             g.ready.eq(c.ready),
             c.payload.type.eq(GSEType.GRANT.value),
             c.payload.flags.eq(0),
+            c.payload.next_type.eq(0),
             c.payload.tc.eq(g.payload.tc),
             c.payload.tenant.eq(g.payload.tenant),
             c.payload.src_node.eq(self.node_id),

@@ -26,15 +26,16 @@ from ..lib.stream import AXIStreamSignature, check_data_width
 
 __all__ = ["ControlFrameEncoder", "ControlFrameDecoder", "ControlHeaderLayout"]
 
-#: Header fields a control frame carries (``ver`` is always 1, ``next_type`` 0).
-ControlHeaderLayout = gse_header_layout(omit=("ver", "next_type"))
+#: Header fields a control frame carries (``ver`` is always 1; ``next_type`` is 0 but in
+#: a REQUEST, which carries its queue's void-GRANT count there).
+ControlHeaderLayout = gse_header_layout(omit=("ver",))
 
 
 class ControlFrameEncoder(wiring.Component):
     """Control frames from header fields.
 
     Interface: ``s_ctl`` (:data:`ControlHeaderLayout`: ``type, flags, tc, tenant,
-    src_node, dst_node, port, ttl, seq, len, dgsq``), ``mac_da``/``mac_sa`` (48-bit
+    src_node, dst_node, port, ttl, seq, len, dgsq, next_type``), ``mac_da``/``mac_sa`` (48-bit
     MAC addresses, first byte on the wire in bits 47:40), ``m_axis`` (60-byte frames).
 
     Parameters: ``data_width`` (bits), ``ethertype``.

@@ -145,6 +145,7 @@ BLOCK_REGISTERS = {
             "stat_grant_unknown": "GRANTs for a free context (no effect)",
             "stat_grant_gap": "GRANTs whose `seq` skipped one (a GRANT was lost)",
             "stat_grant_unused": "grants whose container left credit unused",
+            "stat_grant_void": "GRANTs that brought no container (void; REQUESTs report them)",
             "stat_releases": "container releases sent to the VOQ",
         },
     ),

@@ -479,21 +479,31 @@ class LoopBench:
 
     def check_grant_outcomes(self, *, lossless):
         """Spec-level, at the end (both sides at rest): no container went out without a
-        GRANT the source took, and every GRANT the arbiter sent ended in a container or
-        in a lease the arbiter wrote off and counted (``arb_stat_lease_expired``). A
-        container may use the credit of every GRANT in flight to its queue when it
-        starts (``max_inflight`` at most, from the configuration): GRANTs sent <=
-        ``max_inflight`` x containers + write-offs. Returns the write-offs."""
+        GRANT the source took, and every GRANT the arbiter sent ended in exactly one of:
+        a container, a void the source counted (``mgr_stat_grant_void``: the queue ran
+        dry, debt or an earlier overrun took its credit; a REQUEST reported it), or a
+        lease the arbiter wrote off (``arb_stat_lease_expired``, at most
+        ``max_inflight`` GRANTs each). Lossless: no lease is written off at all, and
+        GRANTs sent == containers + voids exactly. Returns the write-offs."""
         grants = self.stat("arb_stat_grants")
         expired = self.stat("arb_stat_lease_expired")
+        voids = self.stat("mgr_stat_grant_void")
         per = self.p["max_inflight"]
         assert self.n_rel <= self.n_grant, f"{self.n_rel} containers on {self.n_grant} GRANTs received"
-        assert grants <= per * self.n_rel + expired, (
-            f"{grants} GRANTs sent, {self.n_rel} containers (x {per} GRANTs at most) + {expired} "
-            f"leases written off: {grants - per * self.n_rel - expired} GRANTs ended in neither"
-        )
         if lossless:
             assert self.n_grant == grants, f"lossless: {self.n_grant} GRANTs received of {grants} sent"
+            assert expired == 0, f"lossless: {expired} leases written off ({grants} GRANTs)"
+            assert grants == self.n_rel + voids, (
+                f"lossless: {grants} GRANTs sent, {self.n_rel} containers + {voids} voids"
+            )
+        else:
+            assert self.n_rel + voids <= self.n_grant, (
+                f"{self.n_rel} containers + {voids} voids on {self.n_grant} GRANTs received"
+            )
+            assert grants <= self.n_rel + voids + per * expired, (
+                f"{grants} GRANTs sent, {self.n_rel} containers + {voids} voids + {expired} "
+                f"leases written off (x {per} GRANTs at most)"
+            )
         return expired
 
     def log_stats(self, what):

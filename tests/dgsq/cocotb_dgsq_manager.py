@@ -22,7 +22,10 @@ from opengse.sim.dgsq_model import ArbiterModel, SourceModel, credit_bytes, unit
 from opengse.sim.runner import test_params
 
 NODE = 5
-REQ_FIELDS = ("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq", "len", "dgsq")
+REQ_FIELDS = (
+    *("type", "flags", "tc", "tenant", "src_node", "dst_node", "port", "ttl", "seq", "len", "dgsq"),
+    "next_type",
+)
 GRANT_FIELDS = ("type", "src_node", "port", "seq", "len", "dgsq")
 GRANT_TYPE = 2
 REQUEST_TYPE = 1
@@ -212,11 +215,13 @@ class ManagerBench:
                 want = self.shadow.demand(o["dgsq"])
                 assert o["len"] == want, f"REQUEST backlog {o['len']} vs {want} (backlog less credit granted)"
                 assert o["seq"] == q.ack, f"REQUEST ack {o['seq']} vs {q.ack}"
+                want_v = q.voids % 256
+                assert o["next_type"] == want_v, f"REQUEST void count {o['next_type']} vs {want_v}"
                 if self.rng.random() < self.loss:
                     self.lost["req"] += 1
                 else:
                     self.arb(key[0], key[1]).request(
-                        NODE, o["dgsq"], key[2], key[3], o["len"], o["seq"], self.now
+                        NODE, o["dgsq"], key[2], key[3], o["len"], o["seq"], self.now, voids=o["next_type"]
                     )
             while self.hooks and self.hooks[0][0] <= self.now:
                 self.hooks.popleft()[1](self)
@@ -291,6 +296,16 @@ def _grant_to_live_context_from_stranger(tb):
     tb.grants.append(_bogus_grant(src_node=0x7FFF, dgsq=qid))  # no key has this dst_node
 
 
+def _check_exact_outcomes(tb):
+    """Lossless: the reference arbiters wrote off no lease, and every GRANT the manager
+    took ended in a container (a release) or a void it counted and reported."""
+    expired = sum(arb.stats["lease_expired"] for arb in tb.arbs.values())
+    assert expired == 0, f"{expired} leases written off in a lossless run"
+    g, rel, void = tb.stat("grants"), tb.stat("releases"), tb.stat("grant_void")
+    assert g == rel + void, f"{g} GRANTs taken, {rel} containers + {void} voids"
+    assert void > 0, "no void GRANT happened: the void path is not exercised"
+
+
 @cocotb.test()
 async def test_closed_loop(dut):
     """Lossless: every packet's data is granted and released exactly as predicted,
@@ -308,6 +323,7 @@ async def test_closed_loop(dut):
     assert tb.stat("grant_gap") == 0
     assert tb.stat("grant_unknown") == 4, f"unknown GRANTs counted {tb.stat('grant_unknown')}"
     assert tb.wasted == 0, f"{tb.wasted} grants found an empty queue without debt"
+    _check_exact_outcomes(tb)
     idle = test_params()["idle_cycles"]
     await tb.run(3 * idle + 4096)
     assert int(dut.ctx_used.value) == 0, "contexts not freed after the idle time"
@@ -383,3 +399,4 @@ async def test_grants_during_release(dut):
     assert tb.delivered == tb.offered, f"delivered {tb.delivered} of {tb.offered} bytes"
     assert 0 < tb.max_release <= cub, f"a release asked for {tb.max_release} bytes (container {cub})"
     assert tb.wasted == 0, f"{tb.wasted} grants found an empty queue without debt"
+    _check_exact_outcomes(tb)

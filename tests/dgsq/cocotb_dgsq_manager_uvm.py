@@ -125,6 +125,8 @@ class ManagerChecker(StreamModel):
                 errs.append(f"backlog {f['len']} != {want} credit units (backlog less credit granted)")
             if f["seq"] != q.ack:
                 errs.append(f"acknowledged seq {f['seq']} != {q.ack}")
+            if f["next_type"] != q.voids % 256:
+                errs.append(f"void-GRANT count {f['next_type']} != {q.voids % 256}")
         elif item.port == "m_rel":
             want = self.expect_rel.pop(f["queue"], None)
             if want != f["credit"]:
@@ -181,7 +183,7 @@ class ManagerLoop(uvm_component):
         f = item.fields
         self.key[f["dgsq"]] = (f["dst_node"], f["port"])
         self.arb(f["dst_node"], f["port"]).request(
-            NODE, f["dgsq"], f["tc"], f["tenant"], f["len"], f["seq"], self.now
+            NODE, f["dgsq"], f["tc"], f["tenant"], f["len"], f["seq"], self.now, voids=f["next_type"]
         )
 
     def _rel(self, item):

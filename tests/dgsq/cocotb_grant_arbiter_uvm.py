@@ -133,7 +133,16 @@ class ArbiterChecker(StreamModel):
             r.reqs.append((c, f["seq"] + -(-f["backlog"] // self.G)))
             r.events.append(c)
             self.n_req_taken += 1
-            self.ref.request(f["src_node"], f["dgsq"], f["tc"], f["tenant"], f["backlog"], f["seq"], now=c)
+            self.ref.request(
+                f["src_node"],
+                f["dgsq"],
+                f["tc"],
+                f["tenant"],
+                f["backlog"],
+                f["seq"],
+                now=c,
+                voids=f["voids"],
+            )
         elif item.port == "s_arr":
             key = (f["src_node"], f["dgsq"])
             r = self.req.get(key)
@@ -339,6 +348,7 @@ class ClosedLoop(uvm_component):
                             "tenant": r["tenant"],
                             "backlog": r["len"],
                             "seq": r["seq"],
+                            "voids": r["voids"],
                         }
                     )
 

@@ -16,6 +16,7 @@ from .records import (
     OP_EXP,
     OP_REQ,
     SEQ_BITS,
+    VOID_BITS,
     engine_writeback,
     request_layout,
 )
@@ -29,9 +30,10 @@ class EngineLane(wiring.Component):
 
     e1 address; e2 the slot's word is read (``rd``), and an expiry checks that its
     slot is still expired (``expired_r``); e3..e6 arithmetic, one carry chain per
-    stage: a REQUEST's demand (backlog minus the grants the source had not seen), an
-    arrival's credit and containers, an expiry's write-off, a new slot's quota (the
-    weight of its tenant, ``tenant`` -> ``weight``); e7 the new word; e8 write-back
+    stage: a REQUEST's void GRANTs (no longer in flight, their credit released) and
+    demand (backlog minus the grants the source had not seen), an arrival's credit
+    and containers, an expiry's write-off, a new slot's quota (the weight of its
+    tenant, ``tenant`` -> ``weight``); e7 the new word; e8 write-back
     (``wr``, bank E; ``wb``: the slot's new flags and the credit released).
     ``stat_lease_expired`` counts the expiries that took effect.
 
@@ -104,14 +106,14 @@ class EngineLane(wiring.Component):
         )
 
     def _read_and_demand(self, m, p):
-        """e2..e4: the slot's word read; a REQUEST's grants it had not seen (bounded by
-        those in flight or settled), an arrival's credit and containers, a new slot's
-        quota. Returns the stage-5 registers."""
+        """e2..e4: the slot's word read; a REQUEST's void GRANTs and the grants it had not
+        seen (bounded by those in flight), an arrival's credit and containers, a new
+        slot's quota. Returns the stage-5 registers."""
         G, K, cw, slot_l = self.grant_credits, self.max_inflight, self.cw, self.word_layout
         eoh, sreq, slast = self.stages.oh, p.req, p.last
         m.d.comb += [self.rd.addr.eq(p.idx[1]), self.rd.oh.eq(eoh[0])]
-        arr_c2 = Signal(10)
-        m.d.sync += arr_c2.eq(Mux(p.arr_cred1 > DEBT_MAX, DEBT_MAX, p.arr_cred1))
+        arr_c2 = Signal(10)  # an arrival's credit units (0 for the other kinds)
+        m.d.sync += arr_c2.eq(Mux(p.kind[1] != OP_ARR, 0, Mux(p.arr_cred1 > DEBT_MAX, DEBT_MAX, p.arr_cred1)))
         er3 = Signal(slot_l)
         arr_c3 = Signal(10)
         m.d.sync += [er3.eq(self.rd.data), arr_c3.eq(arr_c2)]
@@ -120,46 +122,51 @@ class EngineLane(wiring.Component):
         m.d.comb += self.tenant.eq(sreq[3].tenant)
         e_quota4 = Signal(8)
         unacked4 = Signal(SEQ_BITS)
+        dv4 = Signal(VOID_BITS)  # REQUEST: void GRANTs reported since the slot's count
         cl1_4 = Signal(signed(cw + 1))
         pcl4, ncl4 = Signal(cw), Signal(cw)
         er4 = Signal(slot_l)
         m.d.sync += [
             e_quota4.eq(self.weight),
             unacked4.eq(er3.gseq - sreq[3].seq),
+            dv4.eq(sreq[3].voids - er3.voids),
             cl1_4.eq(er3.cleft - arr_c3),
             pcl4.eq(pos(er3.cleft)),
             ncl4.eq(pos(-er3.cleft)),
             er4.eq(er3),
         ]
 
-        # e4. REQUEST: demand = backlog minus the containers granted that the source had
-        # not yet seen when it sent it: at most those in flight or completed since the
-        # last REQUEST (a grant the source never got is neither: a lost GRANT). Arrival:
-        # at a container's last packet that container is done; containers stay expected
-        # only for grants an overrun has not already used up.
-        seen4 = Signal(range(K + 4))
-        m.d.comb += seen4.eq(er4.inflight + er4.rc)
-        unack_c = Signal(range(K + 4))
-        m.d.comb += unack_c.eq(Mux(unacked4 > seen4, seen4, unacked4))
-        le0 = Signal()
-        m.d.comb += le0.eq(cl1_4 <= 0)
+        # e4. REQUEST: the void GRANTs it reports (a count newer than the slot's: a
+        # REQUEST overtaken by a later one reports none) are no longer in flight; demand
+        # = backlog minus the containers granted that the source had not yet seen when
+        # it sent it: all of them are still in flight (a grant the source never got
+        # stays there: a lost GRANT, which the REQUEST shows as more unseen grants than
+        # in flight: resynchronise). Arrival: at a container's last packet that
+        # container is done.
+        newer4 = Signal()
+        m.d.comb += newer4.eq((dv4 != 0) & ~dv4[-1])
+        infl_r = Signal(range(K + 1))
+        m.d.comb += infl_r.eq(er4.inflight)
+        with m.If(newer4):
+            m.d.comb += infl_r.eq(Mux(dv4 >= er4.inflight, 0, er4.inflight - dv4))
+        unack_c = Signal(range(K + 1))
+        m.d.comb += unack_c.eq(Mux(unacked4 > infl_r, infl_r, unacked4))
         a_infl = Signal(range(K + 1))
         m.d.comb += a_infl.eq(er4.inflight)
-        with m.If(slast[4]):
-            m.d.comb += a_infl.eq(Mux((er4.inflight == 0) | le0, 0, er4.inflight - 1))
-        resync5 = Signal()
-        covered5 = Signal(range((K + 3) * G + 1))
+        with m.If(p.kind[4] == OP_REQ):
+            m.d.comb += a_infl.eq(infl_r)
+        with m.Elif(slast[4]):
+            m.d.comb += a_infl.eq(Mux(er4.inflight == 0, 0, er4.inflight - 1))
+        resync5, newer5 = Signal(), Signal()
+        covered5 = Signal(range(K * G + 1))
         cl1c5 = Signal(signed(cw))
         a_infl5 = Signal(range(K + 1))
         e_quota5 = Signal(8)
         pcl5, ncl5 = Signal(cw), Signal(cw)
         er5 = Signal(slot_l)
-        # Settled grants this REQUEST did not acknowledge stay counted (a later REQUEST
-        # may have been sent before the source saw them too): at most unacked - in flight.
-        u_small5 = Signal(range(8))
-        m.d.sync += u_small5.eq(Mux(unacked4 > 7, 7, unacked4))
         m.d.sync += [
-            resync5.eq(unacked4 > seen4),
+            resync5.eq(unacked4 > infl_r),
+            newer5.eq(newer4),
             covered5.eq(unack_c * G),
             cl1c5.eq(Mux(cl1_4 < -DEBT_MAX, -DEBT_MAX, cl1_4)),
             a_infl5.eq(a_infl),
@@ -177,17 +184,17 @@ class EngineLane(wiring.Component):
             pcl=pcl5,
             ncl=ncl5,
             er=er5,
-            u_small=u_small5,
+            newer=newer5,
         )
 
     def _credit(self, m, p, s5):
-        """e5, e6: the REQUEST's demand and settled grants kept; the arrival's credit
-        after the containers still expected (the rest is released) and the debt an
-        overrun added. Returns the stage-7 registers."""
+        """e5, e6: the REQUEST's demand; the credit after the containers still expected
+        (an arrival's last packet, or a REQUEST's void GRANTs: the rest is released) and
+        the debt an overrun added. Returns the stage-7 registers."""
         G, K, cw, slot_l = self.grant_credits, self.max_inflight, self.cw, self.word_layout
         sreq, slast = p.req, p.last
         resync5, covered5, cl1c5, a_infl5 = s5.resync, s5.covered, s5.cl1c, s5.a_infl
-        e_quota5, pcl5, ncl5, er5, u_small5 = s5.quota, s5.pcl, s5.ncl, s5.er, s5.u_small
+        e_quota5, pcl5, ncl5, er5 = s5.quota, s5.pcl, s5.ncl, s5.er
         # e5.
         keep5 = Signal(range(K * G + 1))
         m.d.comb += keep5.eq(a_infl5 * G)
@@ -195,11 +202,8 @@ class EngineLane(wiring.Component):
         dem_nz6, bl_nz6, er_dem_nz6 = Signal(), Signal(), Signal()
         pc1_6, nc1_6 = Signal(cw), Signal(cw)
         gt6 = Signal()
-        rc_keep6 = Signal(2)
-        u_left5 = Signal(signed(4))
-        m.d.comb += u_left5.eq(u_small5 - er5.inflight)
-        m.d.sync += rc_keep6.eq(Mux(resync5 | (u_left5 <= 0), 0, Mux(u_left5 < er5.rc, u_left5, er5.rc)))
         c6 = dict(
+            newer=Signal(),
             quota=Signal(8),
             resync=Signal(),
             cl1c=Signal(signed(cw)),
@@ -217,6 +221,7 @@ class EngineLane(wiring.Component):
             nc1_6.eq(pos(-cl1c5)),
             gt6.eq(cl1c5 > keep5),
             c6["quota"].eq(e_quota5),
+            c6["newer"].eq(s5.newer),
             c6["resync"].eq(resync5),
             c6["cl1c"].eq(cl1c5),
             c6["a_infl"].eq(a_infl5),
@@ -225,20 +230,19 @@ class EngineLane(wiring.Component):
             er6.eq(er5),
         ]
 
-        # e6. Credit beyond the containers still expected (the queue ran dry) is
-        # released; an overrun that left more debt took backlog no grant covered.
+        # e6. Credit beyond the containers still expected (the queue ran dry, void
+        # GRANTs) is released; an overrun that left more debt took backlog no grant
+        # covered.
         keep6 = Signal(range(K * G + 1))
         m.d.comb += keep6.eq(c6["a_infl"] * G)
         cut = Signal()
-        m.d.comb += cut.eq(slast[6] & gt6)
+        m.d.comb += cut.eq(Mux(p.kind[6] == OP_REQ, gt6, slast[6] & gt6))
         cl2_7 = Signal(signed(cw))
         pcl2_7 = Signal(cw)
         debt_inc7 = Signal(signed(cw + 1))
         c7 = {k: Signal.like(v, name=f"e7_{k}") for k, v in c6.items()}
         dem_r7 = Signal(16)
         dem_nz7, bl_nz7, er_dem_nz7 = Signal(), Signal(), Signal()
-        rc_keep7 = Signal(2)
-        m.d.sync += rc_keep7.eq(rc_keep6)
         er7 = Signal(slot_l)
         m.d.sync += [
             cl2_7.eq(Mux(cut, keep6, c6["cl1c"])),
@@ -260,7 +264,6 @@ class EngineLane(wiring.Component):
             dem_nz=dem_nz7,
             bl_nz=bl_nz7,
             er_dem_nz=er_dem_nz7,
-            rc_keep=rc_keep7,
             er=er7,
         )
 
@@ -268,8 +271,8 @@ class EngineLane(wiring.Component):
         """e7: the slot's new word per kind of operation, whether it has demand (from
         flags formed a stage ahead), and the credit released; registered for e8."""
         K, cw, slot_l, PE = self.max_inflight, self.cw, self.word_layout, ENGINE_STAGES
-        ev, ekind, ehit, sreq, slast, xlive = self.stages.v, p.kind, p.hit, p.req, p.last, p.xlive
-        er7, c7, debt_inc7, dem_r7, rc_keep7 = s7.er, s7.c, s7.debt_inc, s7.dem_r, s7.rc_keep
+        ev, ekind, ehit, sreq, xlive = self.stages.v, p.kind, p.hit, p.req, p.xlive
+        er7, c7, debt_inc7, dem_r7 = s7.er, s7.c, s7.debt_inc, s7.dem_r
         cl2_7, pcl2_7, dem_nz7, bl_nz7, er_dem_nz7 = s7.cl2, s7.pcl2, s7.dem_nz, s7.bl_nz, s7.er_dem_nz
         # e7. The new word.
         e_new = Signal(slot_l)
@@ -286,7 +289,6 @@ class EngineLane(wiring.Component):
                     e_new.tenant.eq(sreq[7].tenant),
                     e_new.src_node.eq(sreq[7].src_node),
                     e_new.dgsq.eq(sreq[7].dgsq),
-                    e_new.rc.eq(Mux(ehit[7], rc_keep7, 0)),
                 ]
                 with m.If(~ehit[7]):
                     m.d.comb += [
@@ -295,14 +297,26 @@ class EngineLane(wiring.Component):
                         e_new.cleft.eq(0),
                         e_new.gseq.eq(sreq[7].seq),
                         e_new.quota.eq(c7["quota"]),
+                        e_new.voids.eq(sreq[7].voids),
                     ]
                 with m.Else():
-                    m.d.comb += e_new.demand.eq(dem_r7)
+                    m.d.comb += [
+                        e_new.demand.eq(dem_r7),
+                        e_new.inflight.eq(c7["a_infl"]),
+                        e_new.cleft.eq(cl2_7),
+                        e_rel.eq(c7["pcl"] - pcl2_7),
+                    ]
+                    with m.If(c7["newer"]):
+                        m.d.comb += e_new.voids.eq(sreq[7].voids)
                     with m.If(c7["resync"]):
-                        # A REQUEST acknowledging fewer grants than can be in flight:
+                        # A REQUEST acknowledging fewer grants than are in flight:
                         # GRANTs were lost or the queue is new; resynchronise and
                         # forget the debt (containers may come that it would have paid).
-                        m.d.comb += [e_new.gseq.eq(sreq[7].seq), e_new.cleft.eq(c7["pcl"])]
+                        m.d.comb += [
+                            e_new.gseq.eq(sreq[7].seq),
+                            e_new.cleft.eq(pcl2_7),
+                            e_new.voids.eq(sreq[7].voids),
+                        ]
             with m.Case(OP_ARR):
                 m.d.comb += [
                     e_new.cleft.eq(cl2_7),
@@ -310,8 +324,6 @@ class EngineLane(wiring.Component):
                     e_new.demand.eq(dem_a),
                     e_rel.eq(c7["pcl"] - pcl2_7),
                 ]
-                with m.If(slast[7] & (er7.rc != 3)):
-                    m.d.comb += e_new.rc.eq(er7.rc + 1)
             with m.Case(OP_EXP):
                 with m.If(xlive[7]):
                     m.d.comb += [e_new.cleft.eq(0), e_new.inflight.eq(0), e_rel.eq(c7["pcl"])]
@@ -326,8 +338,9 @@ class EngineLane(wiring.Component):
                 m.d.comb += e_dem_n.eq(er_dem_nz7)
         ew8 = Signal(slot_l)
         e_rel8 = Signal(cw)
-        e_dem8, e_infl8, e_lt8 = Signal(), Signal(), Signal()
+        e_dem8, e_infl8, e_lt8, e_void8 = Signal(), Signal(), Signal(), Signal()
         m.d.sync += [
+            e_void8.eq(c7["newer"]),
             ew8.eq(e_new),
             e_rel8.eq(e_rel),
             e_dem8.eq(e_dem_n),
@@ -336,7 +349,7 @@ class EngineLane(wiring.Component):
         ]
         with m.If(ev[PE - 1] & (ekind[PE] == OP_EXP) & xlive[8]):
             m.d.sync += self.stat_lease_expired.eq(self.stat_lease_expired + 1)
-        return SimpleNamespace(word=ew8, rel=e_rel8, dem=e_dem8, infl=e_infl8, lt=e_lt8)
+        return SimpleNamespace(word=ew8, rel=e_rel8, dem=e_dem8, infl=e_infl8, lt=e_lt8, void=e_void8)
 
     def _write_back(self, m, p, w8):
         """e8: the new word into bank E, and the write-back record (new flags, credit
@@ -363,6 +376,7 @@ class EngineLane(wiring.Component):
             wb.hit.eq(ehit[PE]),
             wb.tc.eq(ew8.tc),
             wb.q1.eq(ew8.quota == 1),
-            wb.restart.eq((ekind[PE] != OP_REQ) | ~ehit[PE]),
+            # progress: an arrival, an expiry, a new slot, or void GRANTs reported
+            wb.restart.eq((ekind[PE] != OP_REQ) | ~ehit[PE] | w8.void),
             wb.release.eq(e_rel8),
         ]

@@ -125,16 +125,15 @@ class GrantLane(wiring.Component):
             self.chk_inflight.eq(gr3.inflight),
         ]
 
-        # g4. Credit that repays overrun debt serves no backlog; a grant whose credit
-        # only repays debt brings no container.
+        # g4. Credit that repays overrun debt serves no backlog. Every grant is expected
+        # to bring a container until the source reports it void (REQUEST ``voids``):
+        # only the source knows whether its debt or an earlier overrun took the credit.
         g_eff5 = Signal(range(G + 1))
         g_repay5 = Signal(range(G + 1))
-        g_brings5 = Signal()
         gr5 = Signal(slot_l)
         m.d.sync += [
             g_eff5.eq(Mux(g_nonneg4, G, Mux(g_ltmg4, 0, g_plus4))),
             g_repay5.eq(Mux(g_nonneg4, 0, Mux(g_ltmg4, G, G - g_plus4))),
-            g_brings5.eq(~g_ltmg4 & (g_plus4 != 0)),
             gr5.eq(gr4),
             gr5.quota.eq(Mux(g_fresh4, wt4, gr4.quota)),  # the quota it starts from
         ]
@@ -147,11 +146,10 @@ class GrantLane(wiring.Component):
         m.d.sync += [
             gw6.eq(gr5),
             gw6.demand.eq(Mux(gr5.demand > g_eff5, gr5.demand - g_eff5, 0)),
-            gw6.inflight.eq(gr5.inflight + g_brings5),
+            gw6.inflight.eq(gr5.inflight + 1),
             # (the new word's flags, formed with it)
-            g_elig6.eq((gr5.demand > g_eff5) & (gr5.inflight + g_brings5 < K)),
-            g_infl6.eq((gr5.inflight + g_brings5) != 0),
-            gw6.rc.eq(Mux(~g_brings5 & (gr5.rc != 3), gr5.rc + 1, gr5.rc)),
+            g_elig6.eq((gr5.demand > g_eff5) & (gr5.inflight + 1 < K)),
+            g_infl6.eq(1),
             gw6.gseq.eq(gr5.gseq + 1),
             gw6.quota.eq(Mux(g_exh5, wt5, gr5.quota - 1)),
             g_rel6.eq(g_repay5),

@@ -6,7 +6,7 @@ from amaranth import signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import Out
 
-from ...interfaces import SEQ_BITS, arrival_layout, grant_record_layout, request_record_layout
+from ...interfaces import SEQ_BITS, VOID_BITS, arrival_layout, grant_record_layout, request_record_layout
 
 __all__ = [
     "N_CLASSES",
@@ -66,8 +66,7 @@ def slot_layout(inflight_bits, cleft_bits):
             "cleft": signed(cleft_bits),  # credit granted minus arrived (negative: debt)
             "gseq": SEQ_BITS,  # seq of the last GRANT sent
             "quota": 8,  # grants left in this round (when in the round)
-            "rc": 2,  # grants settled (container done, or debt only),
-            # not acknowledged
+            "voids": VOID_BITS,  # the source's void-GRANT count, as last reported
         }
     )
 

@@ -83,6 +83,8 @@ class ContextCalc(wiring.Component):
                 res.r_a.eq(cur.bal_pg - op.rel_bytes),
                 res.r_a_pos.eq(r_a_pos_d),
                 res.pg_nz.eq(cur.pg != 0),
+                res.r_zero.eq(op.rel_bytes == 0),
+                res.npg_m1.eq(Mux(cur.npg == 0, 0, cur.npg - 1)),
                 res.r_a_rem.eq(cur.bal_pg - op.rel_bytes - CUB),
                 res.r_a_big.eq(r_a_big_d),
                 res.pg_rem.eq(cur.pg - CUB),

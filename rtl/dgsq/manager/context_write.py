@@ -27,7 +27,8 @@ class ContextWrite(wiring.Component):
     release out); ``done`` (WRITE completes this clock: its output, if any, is taken);
     ``w_en``/``w_data`` (the write-back of the context word at ``q``); ``fx_<name>``
     for each of :data:`EFFECTS` (registered: one clock after the WRITE that decided
-    it); ``inc_releases``/``inc_requests`` for the counters (the output's transfer).
+    it); ``fx_voids``, the void GRANTs it decided (registered likewise);
+    ``inc_releases``/``inc_requests`` for the counters (the output's transfer).
 
     Timing: decisions are combinational from registers only (``res``, ``c``, ``op``);
     an output is valid from the first WRITE clock and held until taken. The payloads
@@ -64,6 +65,7 @@ class ContextWrite(wiring.Component):
             "w_data": Out(context_layout()),
             "inc_releases": Out(1),
             "inc_requests": Out(1),
+            "fx_voids": Out(5),
         }
         members.update({f"fx_{k}": Out(1) for k in EFFECTS})
         super().__init__(members)
@@ -107,6 +109,7 @@ class ContextWrite(wiring.Component):
         fx = {k: Signal(name=f"fx_{k}_d") for k in EFFECTS}  # decided (comb)
         set_pend, clr_pend = fx["set_pend"], fx["clr_pend"]
         r_next, r_next_pos, r_big, r_rel = self._after_report(m)
+        voids = Signal(5)  # void GRANTs this event decided (a REQUEST reports them)
         g_ok = Signal()
         m.d.comb += g_ok.eq(op.g_pre & valid_q & res.g_keq.all())
         # REQ: any live context, also while a release is out (its backlog figure leaves
@@ -167,7 +170,11 @@ class ContextWrite(wiring.Component):
                 ]
                 with m.If(c.rel_pending):
                     # One GRANT, one container: this credit waits for the release out.
-                    m.d.comb += [nxt.pg.eq(res.g_pg), nxt.bal_pg.eq(res.g_balpg)]
+                    m.d.comb += [
+                        nxt.pg.eq(res.g_pg),
+                        nxt.bal_pg.eq(res.g_balpg),
+                        nxt.npg.eq(Mux(c.npg == 15, 15, c.npg + 1)),
+                    ]
                 with m.Else():
                     m.d.comb += [
                         nxt.balance.eq(Mux(unused, 0, res.g_credit)),
@@ -177,8 +184,13 @@ class ContextWrite(wiring.Component):
                 if self.low_water is not None:
                     with m.If(g_ok & self._view_ran_low(u)):
                         m.d.comb += set_pend.eq(1)
+                # No release out and no container for it (the queue ran dry, or the
+                # credit only repays debt): a void GRANT, reported by a REQUEST.
+                void_g = ~c.rel_pending & ~rel_g
+                m.d.comb += nxt.voids.eq(c.voids + void_g)
                 with m.If(g_ok):
                     m.d.comb += [
+                        voids.eq(void_g),
                         write.eq(1),
                         rel_out.eq(rel_g),
                         fx["unused"].eq(unused),
@@ -203,7 +215,16 @@ class ContextWrite(wiring.Component):
                     write.eq(1),
                 ]
                 m.d.comb += nxt.rel_pending.eq(r_next_pos & res.r_gt)
-                with m.If(r_next_pos & res.r_gt):
+                # The GRANTs waiting in pg: the next container takes one (all of them
+                # when it takes all that is left), the others are void; with no next
+                # container all are. A release that sent nothing was void too.
+                rel_next = r_next_pos & res.r_gt
+                m.d.comb += [
+                    nxt.npg.eq(Mux(rel_next & r_big, res.npg_m1, 0)),
+                    voids.eq(Mux(rel_next, Mux(r_big, 0, res.npg_m1), c.npg) + res.r_zero),
+                    nxt.voids.eq(c.voids + voids),
+                ]
+                with m.If(rel_next):
                     m.d.comb += rel_out.eq(1)
                 with m.Else():
                     with m.If(r_next_pos):
@@ -257,9 +278,12 @@ class ContextWrite(wiring.Component):
         # Effects are decided in WRITE and applied one clock later from registers (q and
         # qoh still hold then: they change at the end of the next ACCEPT and CALC; CALC,
         # the first to look, comes after).
+        with m.If(voids != 0):
+            m.d.comb += set_pend.eq(1)
         for k in EFFECTS:
             cond = fx[k] & ~pend_q if k == "set_pend" else fx[k]
             m.d.sync += getattr(self, f"fx_{k}").eq(self.en & done & cond)
+        m.d.sync += self.fx_voids.eq(Mux(self.en & done & write, voids, 0))
         m.d.comb += self.w_en.eq(self.en & write & done)
 
         r = self.m_req.payload
@@ -281,6 +305,7 @@ class ContextWrite(wiring.Component):
             r.port.eq(c.port),
             r.ttl.eq(self.ttl),
             r.seq.eq(c.ack),
+            r.next_type.eq(c.voids),
             r.len.eq(u),
             r.dgsq.eq(self.q),
         ]

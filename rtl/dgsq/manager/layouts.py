@@ -8,6 +8,7 @@ from amaranth import signed
 from amaranth.lib import data
 
 from ... import interfaces
+from ...interfaces import VOID_BITS
 from ...header.gse_header import CREDIT_UNIT_BYTES
 
 __all__ = [
@@ -41,7 +42,7 @@ def key_layout():
 
 
 def context_layout():
-    """One word of the context memory (187 bits), the state of one dynamic queue."""
+    """One word of the context memory (199 bits), the state of one dynamic queue."""
     return data.StructLayout(
         {
             "backlog": 24,  # credit bytes queued in the VOQ (each packet rounded up
@@ -53,6 +54,12 @@ def context_layout():
             "bal_pg": signed(24),
             "view": 16,  # the arbiter's idea of our demand, credit units
             "ack": 16,  # seq of the last GRANT received
+            # GRANTs whose credit waits in pg (their outcome, a container or a void, is
+            # decided at the release report), and the count of GRANTs that brought no
+            # container (void), modulo 256: REQUESTs carry it (next_type) so that the
+            # arbiter stops expecting their containers.
+            "npg": 4,
+            "voids": VOID_BITS,
             "have_ack": 1,
             "rel_pending": 1,  # a release is out at the VOQ buffer
             "nz": 1,  # backlog != 0 (kept so no zero test sits on the read data)
@@ -114,6 +121,8 @@ def calc_layout(n_ctx):
             "r_neg": 1,  # REL: balance - bytes < 0
             "r_a": signed(26),  # REL: balance + pg - bytes
             "r_a_pos": 1,  # REL: balance + pg - bytes > 0
+            "r_zero": 1,  # REL: the release sent nothing (bytes == 0)
+            "npg_m1": 4,  # npg - 1, floored at 0
             "pg_nz": 1,  # pg != 0
             "r_a_rem": signed(26),  # REL: balance + pg - bytes - container
             "r_a_big": 1,  # REL: balance + pg - bytes > container

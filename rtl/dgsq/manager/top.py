@@ -153,6 +153,7 @@ class DGSQManager(wiring.Component):
                 "stat_grant_unknown": Out(32),
                 "stat_grant_gap": Out(32),
                 "stat_grant_unused": Out(32),
+                "stat_grant_void": Out(32),
                 "stat_releases": Out(32),
             }
         )
@@ -253,6 +254,7 @@ class DGSQManager(wiring.Component):
             "grant_unknown": wr.fx_unknown,
             "grant_gap": wr.fx_gap,
             "grant_unused": wr.fx_unused,
+            "grant_void": wr.fx_voids,
             "releases": wr.inc_releases,
         }
         for name in COUNTERS:
