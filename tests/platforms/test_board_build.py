@@ -179,7 +179,13 @@ def test_top_prepares(board_name, top_name):
         assert f'FREQUENCY PORT "eth_rgmii_{p}__rx_clk__io" 125000000 HZ;' in lpf
         assert f'LOCATE COMP "eth_rgmii_{p}__rx_clk__io"' in lpf
     assert "EHXPLLL" in il and "IDDRX1F" in il and "ODDRX1F" in il
-    assert f'LOCATE COMP "{board.led[0]}_0__' in lpf
+    led = f'LOCATE COMP "{board.led[0]}_0__'
+    if top_name == "leaf" and board.uart_replaces_led:
+        assert led not in lpf  # the UART has the LED's pin
+    else:
+        assert led in lpf
+    if top_name == "leaf":  # the management UART, on both boards
+        assert 'LOCATE COMP "uart_0__tx__io"' in lpf and 'LOCATE COMP "uart_0__rx__io"' in lpf
 
 
 @pytest.fixture(scope="module")
