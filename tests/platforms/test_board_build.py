@@ -2,10 +2,10 @@
 
 Default regression: the PLL solver, nextpnr report reading, the CLI's errors, the status
 LED and start-up sequencing in Amaranth's simulator, and every board's tops elaborated
-with ``platform.prepare()`` (Verilog/RTLIL and LPF, no place-and-route). Marked slow:
-the real build of the smallest top (the Colorlight self-test: 9 to 12 minutes on a
-loaded machine, about 90 s idle), which must write a bitstream with every clock
-constrained to 125 MHz and meet them (seed 1).
+with ``platform.prepare()`` (Verilog/RTLIL and LPF, no place-and-route), and one real
+build, the cheapest: the ECPIX-5 self-test (38 s on a quiet machine), which must write a
+bitstream with every clock constrained to 125 MHz and meet them (seed 1). Marked slow:
+the Colorlight self-test's build (9 to 12 minutes on a loaded machine, about 90 s idle).
 The ECPIX-5 leaf's prepare() is slow too (about 4 minutes to elaborate).
 """
 
@@ -186,6 +186,28 @@ def test_top_prepares(board_name, top_name):
         assert led in lpf
     if top_name == "leaf":  # the management UART, on both boards
         assert 'LOCATE COMP "uart_0__tx__io"' in lpf and 'LOCATE COMP "uart_0__rx__io"' in lpf
+
+
+@pytest.fixture(scope="module")
+def ecpix5_selftest(tmp_path_factory):
+    return build("ecpix5-85", "selftest", seed=1, output=tmp_path_factory.mktemp("ecpix5") / "build")
+
+
+# The regression's real build: the cheapest top (the ECPIX-5 self-test, one port: 38 s
+# wall and 38 s of CPU on a quiet machine, seed 1, docs/boards.md), so that a change
+# that breaks synthesis, placement, routing, packing or the report reading fails here.
+@pytest.mark.timeout(1800)
+def test_ecpix5_selftest_builds_and_meets_timing(ecpix5_selftest):
+    result = ecpix5_selftest
+    assert result.bitstream.stat().st_size > 100_000 and result.svf.stat().st_size > 100_000
+    assert len(result.timing) >= 2  # core, rx0
+    assert all(row["constraint_mhz"] == 125.0 for row in result.timing), result.lines()
+    names = {row["resource"] for row in result.resources}
+    assert {"LUT4", "FF", "DP16KD"} <= names, result.lines()
+    for row in result.resources:
+        assert 0 < row["available"] and 0 <= row["used"] <= row["available"], row
+    assert next(r for r in result.resources if r["resource"] == "LUT4")["used"] > 1000, result.lines()
+    assert result.timing_met, "\n".join(result.lines())
 
 
 @pytest.fixture(scope="module")
