@@ -25,7 +25,8 @@ class ManagedLeaf(wiring.Component):
       frame to the leaf's host port;
     * the management responses and the leaf's frames for that host are merged whole
       (:class:`~opengse.rtl.lib.packet_mux.PacketMux`, strict priority: a response, one
-      per request, goes ahead of the next data frame);
+      per request, goes ahead of the next data frame; it does not wait for
+      ``host_pause_in``, which the leaf's own frames obey);
     * the management port's ``m_axil_*`` drives the leaf's ``s_axil_*``; its counters
       are the leaf map's block ``mgmt`` (:func:`~opengse.rtl.mgmt.management_port.mgmt_register_block`,
       registers ``mgmt.mgmt_requests`` ... ``mgmt.uart_overrun``), so
