@@ -160,6 +160,9 @@ def build(board_name, top_name="selftest", seed=1, output=None, timeout=None, **
         add_preferences=top.lpf_preferences() if hasattr(top, "lpf_preferences") else "",
     )
     plan.extract(out)
+    regmap = getattr(top, "regmap", None)
+    if regmap is not None:  # the map gsectl --map needs for this bitstream
+        (out / f"{name}.map.json").write_text(json.dumps(regmap.as_dict(), indent=2, sort_keys=True) + "\n")
     for stale in (f"{name}.bit", f"{name}.svf", f"{name}.report.json"):
         (out / stale).unlink(missing_ok=True)
     log = out / "build.log"

@@ -96,6 +96,19 @@ class LeafTop(Elaboratable):
         self.board = board
         self.sizes = sizes or SIZES[board.name]
         self.start_cycles, self.phy_reset_cycles = start_cycles, phy_reset_cycles
+        sz = self.sizes
+        self.leaf = ManagedLeaf(
+            sz.config(),
+            allowed_port=0,
+            host_store_bytes=sz.host_store_bytes,
+            fab_store_bytes=sz.fab_store_bytes,
+            max_frame_bytes=sz.max_frame_bytes,
+            slot_bytes=sz.slot_bytes,
+            n_req=sz.n_req,
+        )
+        #: the register map the bitstream carries (``gse build`` writes it as
+        #: ``leaf.map.json`` for ``gsectl --map``)
+        self.regmap = self.leaf.regmap
 
     def lpf_preferences(self):
         return rx_clock_preferences(self.board.rgmii_ports)
@@ -108,15 +121,7 @@ class LeafTop(Elaboratable):
         )
         m.domains += clocks.domains()
         m.submodules.startup = startup = StartupSequencer(self.phy_reset_cycles, self.start_cycles)
-        m.submodules.leaf = leaf = ManagedLeaf(
-            sz.config(),
-            allowed_port=0,
-            host_store_bytes=sz.host_store_bytes,
-            fab_store_bytes=sz.fab_store_bytes,
-            max_frame_bytes=sz.max_frame_bytes,
-            slot_bytes=sz.slot_bytes,
-            n_req=sz.n_req,
-        )
+        m.submodules.leaf = leaf = self.leaf
         macs = []
         for i, p in enumerate(board.rgmii_ports[:2]):
             port = RGMIIPort(

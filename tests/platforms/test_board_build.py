@@ -184,8 +184,10 @@ def test_top_prepares(board_name, top_name):
         assert led not in lpf  # the UART has the LED's pin
     else:
         assert led in lpf
-    if top_name == "leaf":  # the management UART, on both boards
+    if top_name == "leaf":  # the management UART, on both boards; the map for gsectl
         assert 'LOCATE COMP "uart_0__tx__io"' in lpf and 'LOCATE COMP "uart_0__rx__io"' in lpf
+        blocks = [b.name for b in top.regmap.blocks]
+        assert blocks[-1] == "mgmt" and "leaf" in blocks, blocks
 
 
 @pytest.fixture(scope="module")
