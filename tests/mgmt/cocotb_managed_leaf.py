@@ -10,8 +10,9 @@ an uplink sends is recorded. Then:
 
 * gsectl reads ``sys.ident``, ``links`` and the real leaf's counters: a host frame to a
   MAC the table does not hold (sent before) is counted by the leaf as an unknown
-  destination (``h0_in.cls_drop_unknown``), and the PROBE counters of the link monitor
-  move;
+  destination (``h0_in.cls_drop_unknown``), a 10-byte runt as a runt
+  (``cls_store_drop_runt``), a management frame marked bad as malformed (its write never
+  lands), and the PROBE counters of the link monitor move;
 * gsectl writes ``leaf.ecmp_seed`` and, with ``table set``, a destination entry through
   frames and another through the UART; after each, a host frame to that MAC leaves the
   leaf on the uplink the ECMP model (sim/ecmp_model.py, from the spec) names for that
@@ -40,10 +41,12 @@ from scapy.packet import Raw
 
 from cocotb_gsectl import Pumps, counters
 from managed_leaf_top import DIVISOR, managed_leaf
+from mgmt_top import TEST_KEY
 from mgmt_uart import UartPins
 from opengse.sim.cocotb_util import reset_dut, wait_until
 from opengse.sim.ecmp_model import ecmp_uplink
 from opengse.sim.gse_scapy import GSE, GSE_ETHERTYPE, untag
+from opengse.sim.mgmt_scapy import GSEMgmt, MgmtRecord
 from opengse.sim.runner import test_params
 
 U = 2
@@ -126,10 +129,18 @@ async def gsectl_manages_a_leaf(dut):
         p.map_path = str(Path(tmp) / "map.json")
         Path(p.map_path).write_text(json.dumps(leaf.regmap.as_dict()))
 
-        # a frame to a MAC the table does not hold: the leaf drops and counts it
+        # a frame to a MAC the table does not hold: the leaf drops and counts it; a
+        # runt (too short for an EtherType: to the leaf, whose store drops it); a
+        # management frame marked bad (to the management port: malformed, no answer)
         await b.data_frame("02:00:00:00:00:33", 50000)
-        await ClockCycles(dut.clk, 300)
-        assert not any(b.up), "a frame for an unknown MAC left on an uplink"
+        await b.src.send(AxiStreamFrame(bytes(range(10)), tuser=0))
+        scratch = leaf.regmap.address(leaf.regmap["sys"], leaf.regmap["sys"]["scratch"])
+        bad = Ether(dst="ff:ff:ff:ff:ff:ff", src=HOST_MAC) / GSEMgmt(
+            key=TEST_KEY, seq=1, records=[MgmtRecord(op=2, addr=scratch, data=0xBAD)]
+        )
+        await b.src.send(AxiStreamFrame(bytes(bad), tuser=1))
+        await ClockCycles(dut.clk, 600)
+        assert not any(b.up) and b.sink.empty(), "a frame for nobody left the leaf"
 
         rc, out, err = await p.gsectl("read", "sys.ident")
         assert rc == 0 and out.strip() == "sys.ident = 1196639537 (0x47534531)", (rc, out, err)
@@ -142,6 +153,11 @@ async def gsectl_manages_a_leaf(dut):
         assert rc == 0, err
         c = counters(out)
         assert c["h0_in.cls_drop_unknown"] == 1 and c["h0_in.cls_store_frames"] == 1, c
+        assert c["h0_in.cls_store_drop_runt"] == 1, c
+        rc, out, err = await p.gsectl("counters", "mgmt")
+        assert rc == 0 and counters(out)["mgmt.mgmt_malformed"] == 1, (rc, out, err)
+        rc, out, err = await p.gsectl("read", "sys.scratch")
+        assert rc == 0 and out.split()[2] == "0", (rc, out, err)  # the bad frame's write never landed
         rc, out, err = await p.gsectl("counters", "lm")
         assert rc == 0, err
         c = counters(out)
@@ -180,7 +196,7 @@ async def gsectl_manages_a_leaf(dut):
         assert rc == 0, err
         c = counters(out)
         assert c["mgmt.uart_requests"] > 10 and c["h0_in.cls_drop_unknown"] == 1, c
-        assert c["mgmt.mgmt_malformed"] == c["mgmt.mgmt_bad_key"] == c["mgmt.mgmt_bad_port"] == 0, c
+        assert c["mgmt.mgmt_malformed"] == 1 and c["mgmt.mgmt_bad_key"] == c["mgmt.mgmt_bad_port"] == 0, c
         # every frame gsectl sent was executed (read through the UART: no frame meanwhile)
         rc, out, err = await p.gsectl("read", "mgmt.mgmt_requests", transport="uart")
         assert rc == 0 and out.split()[2] == str(p.frames_in), (rc, out, p.frames_in)
