@@ -5,8 +5,12 @@ on the leaf's host port 0 (gsectl's ``--sim`` socket, pumped into ``s_axis_host_
 back from ``m_axis_host_0``) and through its UART (a pseudo-terminal, pumped bit by bit).
 
 The bench is the leaf's surroundings: each uplink's PROBEs return on the same uplink
-(what a spine does), so the link monitor holds both uplinks healthy; every other frame
-an uplink sends is recorded. Then:
+(what a spine does), so the link monitor holds the uplinks whose link is up healthy;
+every other frame an uplink sends is recorded. In GSE mode (``lb`` 0) the bench is also
+the far leaf's arbiter: it answers each REQUEST with a backlog with a GRANT of one
+container (docs/dgsq.md), and uplink 1's link is down, so the one healthy uplink is
+where the containers must go; in ECMP mode (``lb`` 1) both are up and the ECMP model
+names the uplink. Then:
 
 * gsectl reads ``sys.ident``, ``links`` and the real leaf's counters: a host frame to a
   MAC the table does not hold (sent before) is counted by the leaf as an unknown
@@ -15,8 +19,8 @@ an uplink sends is recorded. Then:
   lands), and the PROBE counters of the link monitor move;
 * gsectl writes ``leaf.ecmp_seed`` and, with ``table set``, a destination entry through
   frames and another through the UART; after each, a host frame to that MAC leaves the
-  leaf on the uplink the ECMP model (sim/ecmp_model.py, from the spec) names for that
-  seed, tagged (the scapy GSE layer of sim/gse_scapy.py): DATA, ``src_node`` 0,
+  leaf on the expected uplink (ECMP: the one the ECMP model, sim/ecmp_model.py, from the
+  spec, names for that seed), tagged (the scapy GSE layer of sim/gse_scapy.py): DATA, ``src_node`` 0,
   ``dst_node`` as configured, the original frame inside byte for byte;
 * the management frames never reached the leaf's data path (its host store counts only
   the bench's data frames), and nothing else left on an uplink or to the host;
@@ -45,11 +49,16 @@ from mgmt_top import TEST_KEY
 from mgmt_uart import UartPins
 from opengse.sim.cocotb_util import reset_dut, wait_until
 from opengse.sim.ecmp_model import ecmp_uplink
-from opengse.sim.gse_scapy import GSE, GSE_ETHERTYPE, untag
+from opengse.sim.gse_scapy import GSE, GSE_ETHERTYPE, control_frame, tag, untag
 from opengse.sim.mgmt_scapy import GSEMgmt, MgmtRecord
 from opengse.sim.runner import test_params
 
 U = 2
+GSE_MODE = test_params()["lb"] == 0
+#: GSE mode: uplink 1's link is down, so the sprayer has one uplink and the expected
+#: one is known; ECMP: both up, the ECMP model names the uplink
+LINK_UP = 0b01 if GSE_MODE else 0b11
+GRANT_CREDITS = 2048 // 64  # one container of managed_leaf_top's leaf, in credit units
 HOST_MAC = "02:00:00:00:00:00"
 SEED = 0x5EED_1234
 
@@ -66,6 +75,7 @@ class Bench:
         self.up = [[] for _ in range(U)]
         self.data_seen = [0] * U  # data frames each uplink sent, checked so far
         self.probes = [0] * U
+        self.grants_sent, self.grant_seq = 0, {}
         self._fab_sinks, self._fab_srcs = [], []
         for u in range(U):
             self._fab_sinks.append(
@@ -76,7 +86,7 @@ class Bench:
             )
             getattr(dut, f"fab_pause_in_{u}").value = 0
         dut.host_pause_in_0.value = 0
-        dut.link_up.value = (1 << U) - 1
+        dut.link_up.value = LINK_UP
 
     async def start(self):
         cocotb.start_soon(Clock(self.dut.clk, 10, unit="ns").start())
@@ -90,11 +100,25 @@ class Bench:
             out = await sink.recv()
             raw = bytes(out.tdata)
             pkt = Ether(raw)
-            if pkt.type == GSE_ETHERTYPE and GSE in pkt and pkt[GSE].type == 3:
+            kind = pkt[GSE].type if pkt.type == GSE_ETHERTYPE and GSE in pkt else None
+            if kind == 3:
                 self.probes[u] += 1
                 await src.send(AxiStreamFrame(raw))  # the spine returns it on the same link
+            elif kind == 1 and GSE_MODE:
+                await self._grant(src, pkt[GSE])
             else:
                 self.up[u].append(raw)
+
+    async def _grant(self, src, req):
+        """GSE mode: the far leaf's arbiter, granting one container per REQUEST with a
+        backlog (docs/dgsq.md: ``seq`` one past the last grant, ``dgsq`` echoed)."""
+        if req.len == 0:
+            return
+        seq = self.grant_seq[req.dgsq] = max(self.grant_seq.get(req.dgsq, 0), req.seq) + 1
+        fields = dict(src_node=req.dst_node, dst_node=req.src_node, port=req.port, tc=req.tc)
+        grant = control_frame("GRANT", **fields, tenant=req.tenant, dgsq=req.dgsq, len=GRANT_CREDITS, seq=seq)
+        await src.send(AxiStreamFrame(grant))
+        self.grants_sent += 1
 
     async def data_frame(self, dst_mac, sport):
         pkt = Ether(dst=dst_mac, src=HOST_MAC) / IP(src="10.0.0.1", dst="10.0.0.9", proto=17)
@@ -112,7 +136,7 @@ class Bench:
         self.up[u].clear()
         self.data_seen[u] += 1
         gse = Ether(raw)[GSE]
-        assert u == uplink, f"the frame left on uplink {u}, the ECMP model says {uplink}"
+        assert u == uplink, f"the frame left on uplink {u}, expected {uplink}"
         assert (gse.type, gse.src_node, gse.dst_node) == (0, 0, dst_node), gse.show2(dump=True)
         assert untag(raw) == frame, "the tagged frame does not carry the host's frame"
 
@@ -123,7 +147,7 @@ async def gsectl_manages_a_leaf(dut):
     leaf = managed_leaf(**test_params())  # built for its register map only
     leaf._MustUse__silence = True
     await b.start()
-    await wait_until(dut.clk, lambda: int(dut.healthy.value) == (1 << U) - 1, "both uplinks healthy", 20_000)
+    await wait_until(dut.clk, lambda: int(dut.healthy.value) == LINK_UP, "the linked uplinks healthy", 20_000)
     with tempfile.TemporaryDirectory(prefix="gsectl-leaf-") as tmp:
         p = Pumps(b, tmp, tuser=0)
         p.map_path = str(Path(tmp) / "map.json")
@@ -148,7 +172,8 @@ async def gsectl_manages_a_leaf(dut):
         lines = out.splitlines()
         assert rc == 0 and len(lines) == U, out
         for u in range(U):
-            assert lines[u].startswith(f"uplink {u}: up, healthy"), out
+            state = "up, healthy" if LINK_UP >> u & 1 else "DOWN, not healthy"
+            assert lines[u].startswith(f"uplink {u}: {state}"), out
         rc, out, err = await p.gsectl("counters", "h0_in")
         assert rc == 0, err
         c = counters(out)
@@ -163,7 +188,8 @@ async def gsectl_manages_a_leaf(dut):
         c = counters(out)
         for u in range(U):
             # read one after the other while PROBEs go on: each side has counted many
-            assert c[f"lm.probes_sent[{u}]"] >= 10 and c[f"lm.probes_rcvd[{u}]"] >= 10, c
+            if LINK_UP >> u & 1:
+                assert c[f"lm.probes_sent[{u}]"] >= 10 and c[f"lm.probes_rcvd[{u}]"] >= 10, c
 
         # through frames: the ECMP seed, then a table entry; a frame to it leaves tagged
         rc, out, err = await p.gsectl("write", "leaf.ecmp_seed", hex(SEED))
@@ -173,13 +199,13 @@ async def gsectl_manages_a_leaf(dut):
         healthy = int(dut.healthy.value)
         for sport in (50001, 50002, 50003):
             frame = await b.data_frame("02:00:00:00:00:07", sport)
-            await b.expect_on_uplink(frame, 3, ecmp_uplink(untag_to_tagged(frame, 3), SEED, healthy, U))
+            await b.expect_on_uplink(frame, 3, expected_uplink(frame, 3, healthy))
 
         # through the UART: another entry; a frame to it leaves tagged for its node
         rc, out, err = await p.gsectl("table", "set", "02:00:00:00:00:08", "2", "0", transport="uart")
         assert rc == 0 and "entry 1:" in out and "-> node 2 port 0" in out, (rc, out, err)
         frame = await b.data_frame("02:00:00:00:00:08", 50004)
-        await b.expect_on_uplink(frame, 2, ecmp_uplink(untag_to_tagged(frame, 2), SEED, healthy, U))
+        await b.expect_on_uplink(frame, 2, expected_uplink(frame, 2, healthy))
         rc, out, err = await p.gsectl("read", "leaf.ecmp_seed", transport="uart")
         assert rc == 0 and out.strip() == f"leaf.ecmp_seed = {SEED} ({SEED:#x})", (rc, out, err)
 
@@ -190,7 +216,12 @@ async def gsectl_manages_a_leaf(dut):
         assert rc == 0, err
         c = counters(out)
         assert c["h0_in.cls_store_frames"] == 5 and c["h0_in.cls_frames"] == 4, c
-        assert [c[f"h0_in.sel_frames[{u}]"] for u in range(U)] == b.data_seen, (c, b.data_seen)
+        if GSE_MODE:  # every GRANT the bench sent arrived, in sequence
+            assert c["h0_in.mgr_grants"] == b.grants_sent and c["h0_in.mgr_grant_gap"] == 0, c
+            # one frame per container here (each sent after the last one left)
+            assert [c[f"h0_in.sp_containers[{u}]"] for u in range(U)] == b.data_seen, (c, b.data_seen)
+        else:
+            assert [c[f"h0_in.sel_frames[{u}]"] for u in range(U)] == b.data_seen, (c, b.data_seen)
         # every counter, through frames: the management port's own
         rc, out, err = await p.gsectl("counters")
         assert rc == 0, err
@@ -225,9 +256,9 @@ async def gsectl_manages_a_leaf(dut):
         p.close()
 
 
-def untag_to_tagged(frame, dst_node):
-    """``frame`` as the leaf tags it, for the ECMP model's flow key (which reads the
-    IPv4 5-tuple inside the tag; the tag's own fields do not enter it)."""
-    from opengse.sim.gse_scapy import tag
-
-    return tag(frame, dst_node=dst_node)
+def expected_uplink(frame, dst_node, healthy):
+    """GSE mode: the one healthy uplink. ECMP: the ECMP model's, from ``frame`` as the
+    leaf tags it (the flow key is the IPv4 5-tuple inside the tag)."""
+    if GSE_MODE:
+        return healthy.bit_length() - 1
+    return ecmp_uplink(tag(frame, dst_node=dst_node), SEED, healthy, U)

@@ -1,12 +1,11 @@
 """Test-only build of :class:`~opengse.rtl.tops.leaf.managed_leaf.ManagedLeaf`: a small
-leaf (1 host port x 2 uplinks, 4 nodes, ECMP, the board leaves' buffer sizes) with the
+leaf (1 host port x 2 uplinks, 4 nodes, the board leaves' buffer sizes) with the
 management port of tests/mgmt (its key, an 8-clock UART bit), for gsectl end to end
-against a real leaf (cocotb_managed_leaf.py).
+against a real leaf (cocotb_managed_leaf.py), in both modes (``lb`` 0 GSE, as the board
+leaves; 1 ECMP). One build per mode (``build/sim/managed_leaf-...-lb<n>-...``).
 
-ECMP: a host's frame leaves on an uplink at once, tagged, so the bench sees it on the
-uplink the leaf's ECMP hash names without playing a far leaf's GRANTs; the management
-path (split, bank, table, counters) is the same in both modes. ``probe_interval`` is
-short so the looped-back PROBEs make both uplinks healthy within a few thousand clocks.
+``probe_interval`` is short so the looped-back PROBEs make the uplinks healthy within a
+few thousand clocks.
 """
 
 from opengse.rtl.catalog import BlockSpec

@@ -14,13 +14,14 @@ from opengse.sim.runner import run_cocotb
 
 
 @pytest.mark.timeout(3600)
-def test_gsectl_manages_a_leaf():
+@pytest.mark.parametrize("lb", [1, 0], ids=["ecmp", "gse"])
+def test_gsectl_manages_a_leaf(lb):
     gsectl = Path(sys.executable).parent / "gsectl"
     gsectl = str(gsectl) if gsectl.exists() else shutil.which("gsectl")
     assert gsectl, "the gsectl command is not installed (make install)"
     run_cocotb(
         TOP,
-        PARAMS,
+        {**PARAMS, "lb": lb},
         "cocotb_managed_leaf",
         cxx_opt="-O0",
         build_args=("--output-split", "0"),
