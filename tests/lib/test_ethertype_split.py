@@ -114,6 +114,7 @@ def test_ethertype_split_full_rate():
     assert sum(map(len, got)) == len(frames_in) and clocks["source"] == n_beats, (clocks, n_beats)
 
 
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_ethertype_split_bad_parameters():
     with pytest.raises(ValueError, match="16-bit"):
         EtherTypeSplit(0x10000)
