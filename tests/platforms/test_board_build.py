@@ -9,6 +9,7 @@ the Colorlight self-test's build (9 to 12 minutes on a loaded machine, about 90 
 The ECPIX-5 leaf's prepare() is slow too (about 4 minutes to elaborate).
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from opengse.platforms.boards import make_top
 from opengse.platforms.boards.pll import ECP5PLL, solve_pll
 from opengse.platforms.boards.startup import StartupSequencer
 from opengse.platforms.boards.status_led import StatusLED
-from opengse.platforms.build import build, resource_table, timing_summary
+from opengse.platforms.build import build, resource_table, timing_summary, write_register_map
 from opengse.platforms.ecp5 import ReportError
 
 GSE = str(Path(sys.executable).parent / "gse")
@@ -188,6 +189,21 @@ def test_top_prepares(board_name, top_name):
         assert 'LOCATE COMP "uart_0__tx__io"' in lpf and 'LOCATE COMP "uart_0__rx__io"' in lpf
         blocks = [b.name for b in top.regmap.blocks]
         assert blocks[-1] == "mgmt" and "leaf" in blocks, blocks
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_leaf_register_map_file(tmp_path):
+    """What ``gse build --top leaf`` writes for ``gsectl --map``: the leaf's map, read back
+    with the fingerprint the bitstream's ``sys.map_id`` carries; none for the self-test."""
+    from opengse.rtl.regs.description import RegisterMap
+
+    _, leaf = make_top("ecpix5-85", "leaf")
+    path = write_register_map(leaf, tmp_path, "leaf")
+    back = RegisterMap.from_dict(json.loads(path.read_text()))
+    assert back.fingerprint() == leaf.regmap.fingerprint() and back["mgmt"] and back["leaf"]
+    _, selftest = make_top("ecpix5-85", "selftest")
+    assert write_register_map(selftest, tmp_path, "selftest") is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["leaf.map.json"]
 
 
 @pytest.fixture(scope="module")
