@@ -137,6 +137,18 @@ def _last_error(path):
     return errors[-1] if errors else _tail(path, 3)
 
 
+def write_register_map(top, out, name):
+    """Write ``out/<name>.map.json``, the register map of a top that has one (its
+    ``regmap``: the leaf), the file ``gsectl --map`` takes for that bitstream; return its
+    path, or None for a top without a map."""
+    regmap = getattr(top, "regmap", None)
+    if regmap is None:
+        return None
+    path = Path(out) / f"{name}.map.json"
+    path.write_text(json.dumps(regmap.as_dict(), indent=2, sort_keys=True) + "\n")
+    return path
+
+
 def build(board_name, top_name="selftest", seed=1, output=None, timeout=None, **top_options):
     """Build ``top_name`` for ``board_name``; return a :class:`BuildResult`.
 
@@ -160,6 +172,7 @@ def build(board_name, top_name="selftest", seed=1, output=None, timeout=None, **
         add_preferences=top.lpf_preferences() if hasattr(top, "lpf_preferences") else "",
     )
     plan.extract(out)
+    write_register_map(top, out, name)
     for stale in (f"{name}.bit", f"{name}.svf", f"{name}.report.json"):
         (out / stale).unlink(missing_ok=True)
     log = out / "build.log"

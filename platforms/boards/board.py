@@ -1,7 +1,7 @@
 """What a board top needs to know about a board, and the tool environment of its build.
 
 A :class:`Board` names an amaranth-boards platform class and adds what the tops need:
-the oscillator (resource name and frequency) and reset button, the RGMII ports and
+the oscillator (resource name and frequency) and reset button, the management UART, the RGMII ports and
 whether their PHYs share the reset/MDIO pins, the MAC's ``txc_shift`` for the board's
 PHYs, the status LED, and the programmer's command line (for the docs and
 ``gse build``'s closing hint). :meth:`Board.platform` returns the platform instance
@@ -61,6 +61,8 @@ class Board:
     led: tuple  # (resource, number, subsignal or None): the status LED
     error_led: tuple = None  # an optional second LED lit on error
     rst: str = None  # reset button resource
+    uart: tuple = None  # (resource, number) of the UART the leaf's management uses, or None
+    uart_replaces_led: bool = False  # the UART's pins are the status LED's (the leaf has no LED)
     shared_phy_pins: bool = False  # the PHYs share one reset/MDIO pin set
     txc_shift: int = 0  # RGMIIMac txc_shift for this board's PHYs
     program: str = ""  # openFPGALoader command line, {bit} for the bitstream

@@ -7,6 +7,10 @@ reset pin and one MDIO bus: Amaranth refuses a second request of the same pins, 
 :class:`Colorlight5A75BPlatform` (the board's platform here) describes ``eth_rgmii`` 1
 without ``rst``, ``mdc`` and ``mdio``, and port 0 drives them for both PHYs.
 
+The board's only UART (``uart`` 0, header J19) is on the LED's pin (TX, P11) and the
+button's (RX, M13, pulled up here so that it idles high without a cable). The leaf top
+uses it for management and so has no status LED; the self-test keeps the LED.
+
 ``txc_shift=0``: the MAC drives TXC edge-aligned with the data and relies on the PHY's
 internal TX clock delay, and on receive the PHY's RX delay centres RXC in the data
 (the B50612D's RGMII delay strapping as the board ships; not verified on hardware by
@@ -28,6 +32,8 @@ def _without_shared_pins(res):
     if res.name == "eth_rgmii" and res.number == 1:
         ios = [io for io in res.ios if io.name not in SHARED_PHY_PINS]
         return Resource(res.name, res.number, *ios, Attrs(**res.attrs))
+    if res.name == "uart" and res.number == 0:  # rx idles high with no cable on J19
+        return Resource(res.name, res.number, *res.ios, Attrs(**res.attrs, PULLMODE="UP"))
     return res
 
 
@@ -47,6 +53,8 @@ BOARD = Board(
     rgmii_ports=(0, 1),
     led=("led", 0, None),
     shared_phy_pins=True,
+    uart=("uart", 0),
+    uart_replaces_led=True,
     txc_shift=0,
     program="openFPGALoader -c ft232 {bit}",
 )

@@ -4,7 +4,8 @@ gigabit PHY, FT2232 USB JTAG/UART.
 amaranth-boards' ``ECPIX585Platform``: a 100 MHz oscillator (``clk100``), a reset button
 (``rst`` 0), four RGB LEDs (``rgb_led`` 0..3: LED 0 green is the status LED, LED 1 red
 lights on error), one ``eth_rgmii`` port (its control pins are called ``rx_ctrl`` and
-``tx_ctrl``; :mod:`.rgmii_port` adapts them).
+``tx_ctrl``; :mod:`.rgmii_port` adapts them), ``uart`` 0 (the FT2232's second channel:
+the leaf's management UART on the same USB cable as JTAG).
 
 ``txc_shift=0``: the RTL8211E's RGMII TX and RX clock delays as strapped on the board
 (not verified on hardware by this project; with a PHY that does not delay TXC, build
@@ -27,6 +28,7 @@ BOARD = Board(
     led=("rgb_led", 0, "g"),
     error_led=("rgb_led", 1, "r"),
     rst="rst",
+    uart=("uart", 0),
     txc_shift=0,
     program="openFPGALoader -b ecpix5 {bit}",
 )

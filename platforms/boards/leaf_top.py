@@ -1,4 +1,5 @@
-"""Leaf top: a scaled-down :class:`~opengse.rtl.tops.leaf.GSELeaf` on a board's RGMII ports.
+"""Leaf top: a scaled-down :class:`~opengse.rtl.tops.leaf.managed_leaf.ManagedLeaf` (a
+:class:`~opengse.rtl.tops.leaf.GSELeaf` with its management port) on a board's RGMII ports.
 
 Ports of the leaf and what they meet on the board:
 
@@ -12,9 +13,12 @@ Ports of the leaf and what they meet on the board:
   stage each way; the leaf's PROBEs come back and the link monitor keeps them healthy).
 * ``link_up``: 1 for every uplink (no MDIO link status is read); the pause inputs are
   0 (the MAC neither sends nor honours pause frames).
-* the AXI4-Lite register bank is kept (so its counters and tables are in the area
-  figures) with its bus tied idle: configuring the destination table is management's
-  job (issue 16 item 2), so until then the leaf forwards nothing it has no entry for.
+* management (docs/management.md): frames of EtherType 0x88B6 on host port 0 (the
+  RGMII port a host is cabled to) and the board's UART (``Board.uart``, 115200 baud at
+  the 125 MHz core clock) reach the leaf's register bank, with the management port's
+  default key; ``gsectl`` writes the destination table and ``node_base`` and reads
+  every counter. On a board whose UART pins are the LED's (``Board.uart_replaces_led``:
+  the Colorlight 5A-75B) the top has no status LED.
 
 ``sizes`` (a :class:`Sizes`) are the scaled-down parameters; docs/boards.md gives the
 figures and why each was chosen. Clocks as the self-test (:mod:`.clocking`).
@@ -23,12 +27,13 @@ figures and why each was chosen. Clocks as the self-test (:mod:`.clocking`).
 from dataclasses import dataclass
 
 from amaranth.hdl import Elaboratable, Module, Signal
+from amaranth.lib import io
 from amaranth.lib.wiring import connect
 
 from opengse.rtl.config import GSEConfig
 from opengse.rtl.tb.traffic_check import TrafficChecker
 from opengse.rtl.tb.traffic_gen import TrafficGenerator
-from opengse.rtl.tops.leaf import GSELeaf
+from opengse.rtl.tops.leaf.managed_leaf import ManagedLeaf
 
 from .clocking import BoardClocks
 from .rgmii_port import RGMIIPort, rx_clock_preferences
@@ -91,6 +96,19 @@ class LeafTop(Elaboratable):
         self.board = board
         self.sizes = sizes or SIZES[board.name]
         self.start_cycles, self.phy_reset_cycles = start_cycles, phy_reset_cycles
+        sz = self.sizes
+        self.leaf = ManagedLeaf(
+            sz.config(),
+            allowed_port=0,
+            host_store_bytes=sz.host_store_bytes,
+            fab_store_bytes=sz.fab_store_bytes,
+            max_frame_bytes=sz.max_frame_bytes,
+            slot_bytes=sz.slot_bytes,
+            n_req=sz.n_req,
+        )
+        #: the register map the bitstream carries (``gse build`` writes it as
+        #: ``leaf.map.json`` for ``gsectl --map``)
+        self.regmap = self.leaf.regmap
 
     def lpf_preferences(self):
         return rx_clock_preferences(self.board.rgmii_ports)
@@ -103,14 +121,7 @@ class LeafTop(Elaboratable):
         )
         m.domains += clocks.domains()
         m.submodules.startup = startup = StartupSequencer(self.phy_reset_cycles, self.start_cycles)
-        m.submodules.leaf = leaf = GSELeaf(
-            sz.config(),
-            host_store_bytes=sz.host_store_bytes,
-            fab_store_bytes=sz.fab_store_bytes,
-            max_frame_bytes=sz.max_frame_bytes,
-            slot_bytes=sz.slot_bytes,
-            n_req=sz.n_req,
-        )
+        m.submodules.leaf = leaf = self.leaf
         macs = []
         for i, p in enumerate(board.rgmii_ports[:2]):
             port = RGMIIPort(
@@ -136,10 +147,15 @@ class LeafTop(Elaboratable):
                 self._loop_uplink(m, leaf, u)
         m.d.comb += [leaf.link_up.eq(-1)]
         m.d.comb += [leaf.host_pause_in[h].eq(0) for h in range(sz.host_ports)]
-        self._tie_axil(m, leaf)
-        alive = Signal(26)
-        m.d.sync += alive.eq(alive + 1)
-        drive_led(m, platform, board.led, alive[-1], "status_led")
+        if board.uart:
+            pins = platform.request(*board.uart, dir="-")
+            m.submodules.uart_tx = tx = io.Buffer("o", pins.tx)
+            m.submodules.uart_rx = rx = io.Buffer("i", pins.rx)
+            m.d.comb += [tx.o.eq(leaf.uart_tx), leaf.uart_rx.eq(rx.i)]
+        if not board.uart_replaces_led:
+            alive = Signal(26)
+            m.d.sync += alive.eq(alive + 1)
+            drive_led(m, platform, board.led, alive[-1], "status_led")
         return m
 
     def _internal_host(self, m, leaf, h, start):
@@ -164,11 +180,3 @@ class LeafTop(Elaboratable):
             rx.payload.eq(tx.payload),
             leaf.fab_pause_in[u].eq(leaf.fab_pause[u]),
         ]
-
-    @staticmethod
-    def _tie_axil(m, leaf):
-        for name, member in leaf.signature.members.items():
-            if name.startswith("s_axil_") and member.flow.name == "In":
-                sig = getattr(leaf, name)
-                ready = name.endswith(("bready", "rready"))
-                m.d.comb += sig.eq(1 if ready else 0)

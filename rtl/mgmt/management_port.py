@@ -5,6 +5,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.stream import AXIStreamSignature
+from ..regs.description import Access, Register, RegisterBlock
 from . import protocol as P
 from .axil_master import AXI4LiteMaster
 from .command_arbiter import CommandArbiter
@@ -13,7 +14,7 @@ from .uart_bridge import UARTBridge
 from .uart_rx import UARTReceiver
 from .uart_tx import UARTTransmitter
 
-__all__ = ["ManagementPort", "MGMT_COUNTERS"]
+__all__ = ["ManagementPort", "MGMT_COUNTERS", "mgmt_register_block"]
 
 #: The port's counters: ``stat_<name>`` -> what it counts.
 MGMT_COUNTERS = {
@@ -29,6 +30,16 @@ MGMT_COUNTERS = {
     "uart_framing": "UART bytes dropped: stop bit low",
     "uart_overrun": "UART bytes dropped: the previous byte was not taken in time",
 }
+
+
+def mgmt_register_block(name="mgmt"):
+    """The port's counters as a register block: RO ``<name>.<counter>`` of 32 bits for
+    every entry of :data:`MGMT_COUNTERS` (a top drives register ``c`` from ``stat_c``)."""
+    return RegisterBlock(
+        name,
+        [Register(n, 32, Access.RO, doc=d) for n, d in MGMT_COUNTERS.items()],
+        doc="management port counters",
+    )
 
 
 class ManagementPort(wiring.Component):

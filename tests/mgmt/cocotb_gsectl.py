@@ -28,8 +28,9 @@ class Pumps:
     """Carries frames between a Unix datagram socket and the DUT's streams, and bytes
     between a pseudo-terminal and the DUT's UART pins."""
 
-    def __init__(self, bench, tmp):
+    def __init__(self, bench, tmp, tuser=ALLOWED_PORT << 1):
         self.b = bench
+        self.tuser = tuser  # of the frames into the DUT: mgmt_top's port number
         self.sock_path = str(Path(tmp) / "frames.sock")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(self.sock_path)
@@ -57,7 +58,7 @@ class Pumps:
         moved = False
         try:
             data, self.peer = self.sock.recvfrom(65536)
-            await self.b.src.send(AxiStreamFrame(data, tuser=ALLOWED_PORT << 1))
+            await self.b.src.send(AxiStreamFrame(data, tuser=self.tuser))
             self.frames_in += 1
             moved = True
         except BlockingIOError:

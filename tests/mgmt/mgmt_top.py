@@ -19,9 +19,9 @@ from amaranth.lib.wiring import In, Out
 
 from opengse.rtl.catalog import BlockSpec
 from opengse.rtl.lib.stream import AXIStreamSignature
-from opengse.rtl.mgmt.management_port import MGMT_COUNTERS, ManagementPort
+from opengse.rtl.mgmt.management_port import MGMT_COUNTERS, ManagementPort, mgmt_register_block
 from opengse.rtl.regs.bank import AXI4LiteRegisterBank
-from opengse.rtl.regs.description import Access, Register, RegisterBlock, RegisterMap
+from opengse.rtl.regs.description import RegisterMap
 from opengse.rtl.regs.from_signature import connect_registers
 from opengse.rtl.regs.system import SystemCounters, system_block
 from opengse.rtl.tops.leaf.dest_lookup import DestLookup
@@ -44,17 +44,9 @@ def _leaf_shape():
     )
 
 
-def mgmt_block():
-    return RegisterBlock(
-        "mgmt",
-        [Register(n, 32, Access.RO, doc=d) for n, d in MGMT_COUNTERS.items()],
-        doc="management port counters",
-    )
-
-
 def top_map():
     return RegisterMap(
-        [system_block(), leaf_block(_leaf_shape()), mgmt_block()], name="mgmt_top", doc="test top"
+        [system_block(), leaf_block(_leaf_shape()), mgmt_register_block()], name="mgmt_top", doc="test top"
     )
 
 

@@ -20,7 +20,8 @@ from ...lib.pause_fifo import pause_thresholds
 from ...lib.stat_ports import forward_stats, stat_members
 from ...lib.stream import AXIStreamSignature
 from ...pktc.link_monitor import LinkMonitor
-from ...regs.bank import AXI4LiteRegisterBank
+from ...regs.bank import AXI4LiteRegisterBank, port_name
+from ...regs.description import Access
 from ...regs.from_signature import connect_registers
 from ...regs.system import SystemCounters
 from .control_rx import ControlRx
@@ -71,7 +72,11 @@ class GSELeaf(wiring.Component):
     and the frame that may overrun it: default the power of two at or above
     ``container_bytes + max_frame_bytes + 18``), ``probe_interval``,
     ``refresh_cycles``, ``idle_cycles``, ``lease_cycles``, ``n_req``, ``lean_requests``
-    (default on: the managers' ``request_low_water`` at 3 containers; docs/leaf.md).
+    (default on: the managers' ``request_low_water`` at 3 containers; docs/leaf.md),
+    ``extra_blocks`` (:class:`~opengse.rtl.regs.description.RegisterBlock`\\ s of RO
+    registers a top adds to the leaf's map, after the leaf's own blocks: each register
+    ``r`` of block ``b`` is an input ``b_r`` of the leaf, e.g. a management port's
+    counters; :class:`~.managed_leaf.ManagedLeaf`).
 
     Interface (exported names):
 
@@ -114,6 +119,7 @@ class GSELeaf(wiring.Component):
         n_req=64,
         config_ports=False,
         lean_requests=True,
+        extra_blocks=(),
     ):
         if lb not in LB_MODES:
             raise ValueError(f"lb must be one of {', '.join(LB_MODES)}, not {lb!r}")
@@ -212,8 +218,19 @@ class GSELeaf(wiring.Component):
             for prefix, part in self._stat_parts.items():
                 members.update(stat_members(prefix, part, nested=True))
                 members.update(query_members(prefix, part))
-        else:
-            self.regmap = leaf_register_map(self)
+        self.extra_blocks = tuple(extra_blocks)
+        if self.extra_blocks and config_ports:
+            raise ValueError("extra_blocks need the register bank (not config_ports)")
+        for blk in self.extra_blocks:
+            for reg in blk:
+                if reg.access != Access.RO or reg.const:
+                    raise ValueError(f"extra block {blk.name}: {reg.name} is not a plain RO register")
+                member, name = In(reg.width), port_name(blk, reg)
+                if name in members:
+                    raise ValueError(f"extra block {blk.name}: port {name!r} collides with a leaf port")
+                members[name] = member.array(reg.count) if reg.count > 1 else member
+        if not config_ports:
+            self.regmap = leaf_register_map(self, self.extra_blocks)
             self.bank = AXI4LiteRegisterBank(self.regmap)
             members.update(
                 {n: mb for n, mb in self.bank.signature.members.items() if n.startswith("s_axil_")}
@@ -254,6 +271,9 @@ class GSELeaf(wiring.Component):
         connect_registers(m, bank, self.regmap["sys"], sysc, skip=("scratch",))
         connect_leaf_registers(m, bank, self.regmap, self)
         connect_dest_table(m, bank, lookup)
+        for blk in self.extra_blocks:
+            for reg in blk:
+                m.d.comb += getattr(bank, port_name(blk, reg)).eq(getattr(self, port_name(blk, reg)))
         m.d.comb += [
             node_base.eq(bank.leaf_node_base),
             seed.eq(bank.leaf_ecmp_seed),

@@ -201,8 +201,9 @@ def leaf_block(leaf):
     return RegisterBlock("leaf", regs, doc=f"GSE leaf ({leaf.lb}): configuration and status (rtl/tops/leaf/)")
 
 
-def leaf_register_map(leaf):
-    """The leaf's :class:`~opengse.rtl.regs.description.RegisterMap`."""
+def leaf_register_map(leaf, extra_blocks=()):
+    """The leaf's :class:`~opengse.rtl.regs.description.RegisterMap`; ``extra_blocks``
+    (a top's own blocks, e.g. its management port's counters) come after the leaf's."""
     blocks = [system_block(), leaf_block(leaf)]
     for prefix, part in leaf.parts().items():
         regs = [
@@ -214,6 +215,7 @@ def leaf_register_map(leaf):
             for reg, (port, width, count) in part_ports(part).items()
         ]
         blocks.append(RegisterBlock(prefix, regs, doc=f"{type(part).__name__} {prefix} (rtl/tops/leaf/)"))
+    blocks += list(extra_blocks)
     return RegisterMap(
         blocks, name="leaf", doc=f"GSE leaf, {leaf.config.host_ports} x {leaf.config.uplinks}, lb {leaf.lb}"
     )
