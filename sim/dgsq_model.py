@@ -320,7 +320,9 @@ class SourceModel:
         q = self.queues[qid]
         if q.have_ack and seq != (q.ack + 1) % SEQ_MOD:
             q.gaps += 1
-        q.ack, q.have_ack, q.ts_grant = seq, 1, now
+        if not q.have_ack or 0 < (seq - q.ack) % SEQ_MOD < SEQ_MOD // 2:
+            q.ack = seq  # the last GRANT in seq order (an overtaken one leaves it)
+        q.have_ack, q.ts_grant = 1, now
         q.view = max(0, q.view - credit)
         if q.rel_pending:
             # One GRANT, one container: its credit waits for the release that is out.

@@ -94,6 +94,8 @@ class ContextCalc(wiring.Component):
                 res.g_credit.eq(cur.balance + (op.g_len << 6)),
                 res.g_pos.eq(g_pos_d),
                 res.g_vdiff.eq(cur.view - op.g_len),
+                # seq - ack in 1..32767: after ack; else (0, or "negative") not after it
+                res.g_older.eq((op.g_seq == cur.ack) | (op.g_seq - cur.ack)[15]),
                 res.g_keq.eq(
                     Cat(_chunks_equal(cur.dst_node, op.g_src_node), _chunks_equal(cur.port, op.g_port))
                 ),

@@ -97,6 +97,34 @@ class ContextWrite(wiring.Component):
         ]
         return r_next, r_next_pos, r_big, r_rel
 
+    def _payloads(self, m, nxt, r_rel, u):
+        """The three outputs' payloads, driven every clock from the event's registered
+        fields (meaningful while valid); ``u`` is the REQUEST's backlog (credit units)."""
+        c, res, kind = self.c, self.res, self.kind
+        r = self.m_req.payload
+        m.d.comb += [
+            self.m_pkt.payload.queue.eq(self.q),
+            # The packet's tenant is the context word's (a hit matched the whole key; a
+            # new context takes the packet's key in this WRITE).
+            self.m_pkt.payload.tenant.eq(nxt.tenant[: self.tenant_bits]),
+            self.m_pkt.payload.bytes.eq(self.pkt_bytes),
+            self.m_rel.payload.queue.eq(self.q),
+            self.m_rel.payload.credit.eq(Mux(kind.grant, res.g_credit, r_rel)),
+            self.m_rel.payload.dst_node.eq(c.dst_node),
+            r.type.eq(GSEType.REQUEST.value),
+            r.flags.eq(0),
+            r.tc.eq(c.tc),
+            r.tenant.eq(c.tenant),
+            r.src_node.eq(self.node_id),
+            r.dst_node.eq(c.dst_node),
+            r.port.eq(c.port),
+            r.ttl.eq(self.ttl),
+            r.seq.eq(c.ack),
+            r.next_type.eq(c.voids),
+            r.len.eq(u),
+            r.dgsq.eq(self.q),
+        ]
+
     def elaborate(self, platform):
         m = Module()
         LCU = LOG_CREDIT_UNIT
@@ -162,7 +190,9 @@ class ContextWrite(wiring.Component):
                 rel_g = res.g_pos & c.nz & ~c.rel_pending  # release the credit
                 unused = res.g_pos & ~c.nz & ~c.rel_pending  # queue ran dry: drop it
                 m.d.comb += [
-                    nxt.ack.eq(op.g_seq),
+                    # the last GRANT in seq order (one overtaken by a later one, when a
+                    # failed uplink moved a queue's control frames, leaves it)
+                    nxt.ack.eq(Mux(c.have_ack & res.g_older, c.ack, op.g_seq)),
                     nxt.have_ack.eq(1),
                     nxt.ts_grant.eq(now),
                     nxt.view.eq(Mux(res.g_vdiff[16], 0, res.g_vdiff[:16])),
@@ -286,27 +316,5 @@ class ContextWrite(wiring.Component):
         m.d.sync += self.fx_voids.eq(Mux(self.en & done & write, voids, 0))
         m.d.comb += self.w_en.eq(self.en & write & done)
 
-        r = self.m_req.payload
-        m.d.comb += [
-            self.m_pkt.payload.queue.eq(self.q),
-            # The packet's tenant is the context word's (a hit matched the whole key; a
-            # new context takes the packet's key in this WRITE).
-            self.m_pkt.payload.tenant.eq(nxt.tenant[: self.tenant_bits]),
-            self.m_pkt.payload.bytes.eq(self.pkt_bytes),
-            self.m_rel.payload.queue.eq(self.q),
-            self.m_rel.payload.credit.eq(Mux(kind.grant, res.g_credit, r_rel)),
-            self.m_rel.payload.dst_node.eq(c.dst_node),
-            r.type.eq(GSEType.REQUEST.value),
-            r.flags.eq(0),
-            r.tc.eq(c.tc),
-            r.tenant.eq(c.tenant),
-            r.src_node.eq(self.node_id),
-            r.dst_node.eq(c.dst_node),
-            r.port.eq(c.port),
-            r.ttl.eq(self.ttl),
-            r.seq.eq(c.ack),
-            r.next_type.eq(c.voids),
-            r.len.eq(u),
-            r.dgsq.eq(self.q),
-        ]
+        self._payloads(m, nxt, r_rel, u)
         return m

@@ -134,6 +134,7 @@ def calc_layout(n_ctx):
             "g_pos": 1,  # GRANT: balance + credit > 0
             "g_vdiff": 17,  # GRANT: view - len (bit 16: borrow, clip to 0)
             "g_keq": 12,  # GRANT: key chunks equal (src_node, port)
+            "g_older": 1,  # GRANT: seq is not after ack (serial order): ack stays
             "u_sum": 20,  # REQ: (backlog - granted + 63) >> 6, units before clipping (bit 19: < 0)
             "e_req": 16,  # SWEEP: coarse time since REQUEST, GRANT, activity
             "e_grant": 16,
