@@ -56,8 +56,9 @@ LOSS_1E2 = 655  # link drop probability x 65536 (1.0e-2)
 # Issue 18's spec bounds "egress occupancy <= buffer + one maximum packet" and "per
 # queue, credit granted <= credit asked + one container", checked every clock only with
 # DGSQ_LOOP_TIGHT=1 (a strict xfail under -m slow): neither holds. Lossless test, seed
-# 41: 179 units above the buffer (> 141: two overruns at once); 11328 B granted beyond
-# what was asked (first at clock 175: two GRANTs, 8192 B, for 1920 B asked). Traced
+# 41: 326 units above the buffer (> 141: overruns at once; 179 before the void GRANTs);
+# 12416 B granted beyond what was asked (first at clock 190: two GRANTs, 8192 B, for
+# 1920 B asked). Traced
 # (docs/dgsq-loop.md): every GRANT is a whole container and a short container returns
 # its unused credit at `last`, which this ledger does not subtract; the occupancy
 # excess is two containers overrunning at once.
