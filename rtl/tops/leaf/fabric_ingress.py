@@ -9,6 +9,7 @@ from ...header.parser import GSEParser, ParsedHeaderLayout
 from ...lib.packet_demux import PacketDemux
 from ...lib.stream import AXIStreamSignature
 from ...lib.pause_fifo import PauseFIFO
+from ...lib.skid_buffer import skid_between
 
 __all__ = ["FabricIngress"]
 
@@ -35,8 +36,9 @@ class FabricIngress(wiring.Component):
     * Counters: ``stat_probes``, ``stat_drop_unrouted``, the store's ``store_stat_*``
       and the parser's ``parser_stat_*``.
 
-    Timing: the store's (3 clocks, cut-through), the parser's
-    (``ceil(32 / W) + 2`` clocks), the demux's register: one beat per clock.
+    Timing: an input register (1 clock), the store's (3 clocks, cut-through), the
+    parser's (``ceil(32 / W) + 2`` clocks), a register slice on each of the parser's
+    outputs (1 clock), the demux's register: one beat per clock.
     """
 
     def __init__(
@@ -88,12 +90,19 @@ class FabricIngress(wiring.Component):
         m.submodules.demux = demux = PacketDemux(
             H + 2, self.store.data_width, sel_layout=ParsedHeaderLayout, route=route
         )
-        wiring.connect(m, wiring.flipped(self.s_axis), store.s_axis)
+        # the input beat registered before the store (always ready): the link's receive
+        # side (a MAC's crossing FIFO) reaches the store's length and drop logic only
+        # through flip-flops
+        s = self.s_axis
+        m.d.sync += [store.s_axis.valid.eq(s.valid), store.s_axis.payload.eq(s.payload)]
+        m.d.comb += s.ready.eq(1)
         self._snoop_probes(m)
         m.d.comb += self.pause.eq(store.pause)
         wiring.connect(m, store.m_axis, parser.s_axis)
-        wiring.connect(m, parser.m_axis, demux.s_axis)
-        wiring.connect(m, parser.m_hdr, demux.s_sel)
+        # register slices: the demux's routing and its outputs' ready do not run into
+        # the parser's window
+        skid_between(m, "parser_data_skid", parser.m_axis, demux.s_axis)
+        skid_between(m, "parser_hdr_skid", parser.m_hdr, demux.s_sel)
         for h in range(H):
             wiring.connect(m, demux.m_axis[h], wiring.flipped(self.m_data[h]))
         wiring.connect(m, demux.m_axis[H], wiring.flipped(self.m_ctl))
