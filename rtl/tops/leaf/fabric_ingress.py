@@ -27,10 +27,11 @@ class FabricIngress(wiring.Component):
     * ``s_axis`` (in, always ready), ``pause`` (out): the link from the spine.
     * ``node_base`` (in, 16): this leaf's first node. A DATA frame whose
       ``dst_node - node_base`` is below H goes to ``m_data[dst_node - node_base]``;
-      REQUEST and GRANT frames to ``m_ctl``; a PROBE pulses ``probe_rx`` (one clock) as
-      it arrives, before the store (see ``_snoop_probes``), and is consumed after the
-      parser. ``frame_rx`` pulses (one clock) at the last beat of every good frame
-      (``tuser[0]`` low) as it arrives, whatever its kind: the link monitor's proof
+      REQUEST and GRANT frames to ``m_ctl``; a PROBE pulses ``probe_rx`` (one clock) a
+      clock after it arrives (from the input register), before the store (see
+      ``_snoop_probes``), and is consumed after the parser. ``frame_rx`` pulses (one
+      clock) at the last beat of every good frame (``tuser[0]`` low) likewise, whatever
+      its kind: the link monitor's proof
       that the link is alive. Everything else (DATA for another leaf, non-GSE frames) is
       dropped whole and counted in ``stat_drop_unrouted``.
     * Counters: ``stat_probes``, ``stat_drop_unrouted``, the store's ``store_stat_*``
@@ -96,7 +97,7 @@ class FabricIngress(wiring.Component):
         s = self.s_axis
         m.d.sync += [store.s_axis.valid.eq(s.valid), store.s_axis.payload.eq(s.payload)]
         m.d.comb += s.ready.eq(1)
-        self._snoop_probes(m)
+        self._snoop_probes(m, store.s_axis)
         m.d.comb += self.pause.eq(store.pause)
         wiring.connect(m, store.m_axis, parser.s_axis)
         # register slices: the demux's routing and its outputs' ready do not run into
@@ -111,13 +112,13 @@ class FabricIngress(wiring.Component):
         forward_stats(m, self, "parser", parser)
         return m
 
-    def _snoop_probes(self, m):
-        """``probe_rx``: a pulse at the last beat of each good frame on ``s_axis`` with the
-        GSE EtherType, ``ver`` 1 and ``type`` PROBE (frame bytes 12..14), seen as it
-        arrives (before the store), so that a link whose frames wait behind a paused or
+    def _snoop_probes(self, m, s):
+        """``probe_rx``: a pulse at the last beat of each good frame on ``s`` (the input
+        register) with the GSE EtherType, ``ver`` 1 and ``type`` PROBE (frame bytes
+        12..14), seen as it arrives (before the store), so that a link whose frames wait behind a paused or
         busy output still counts as alive. The PROBE itself goes on through the store and
         is consumed after the parser."""
-        s, bpb = self.s_axis, self.store.data_width // 8
+        bpb = self.store.data_width // 8
         want = {12: self.ethertype >> 8, 13: self.ethertype & 0xFF, 14: 0x10 | GSEType.PROBE.value}
         last_beat = 14 // bpb
         beat = Signal(range(last_beat + 2), name="snoop_beat")
