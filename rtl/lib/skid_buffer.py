@@ -12,7 +12,7 @@ from amaranth.lib.wiring import In, Out
 from ..catalog import BlockSpec
 from .stream import axis_beat_layout, check_data_width
 
-__all__ = ["SkidBuffer", "EXPORTS"]
+__all__ = ["SkidBuffer", "skid_between", "EXPORTS"]
 
 
 class SkidBuffer(wiring.Component):
@@ -72,6 +72,19 @@ class SkidBuffer(wiring.Component):
         with m.Elif(s.valid & s.ready):  # output held: the beat skids
             m.d.sync += [skid.eq(s.payload), skid_valid.eq(1)]
         return m
+
+
+def skid_between(m, name, source, sink):
+    """Connect ``source`` (a stream a part sends) to ``sink`` (a stream a part takes,
+    each as :func:`amaranth.lib.wiring.connect` takes them) through a
+    :class:`SkidBuffer` added as submodule ``name``, so that neither ``valid`` and the
+    payload nor ``ready`` run through from one part into the other. One clock of
+    latency, full rate. Returns the buffer."""
+    shape = source.signature.members["payload"].shape
+    sb = m.submodules[name] = SkidBuffer(shape)
+    wiring.connect(m, source, sb.s)
+    wiring.connect(m, sb.m, sink)
+    return sb
 
 
 def _axis_skid_buffer(data_width=64, user_width=1):

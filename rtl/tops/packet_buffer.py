@@ -1,6 +1,6 @@
 """PacketBuffer: a store-and-forward packet FIFO in SRAM that drops bad frames whole."""
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -102,15 +102,20 @@ class PacketBuffer(wiring.Component):
                     m.d.sync += wr.eq(wr + 1)
 
         # -- read side: the SRAM's read register is the output register
+        # rd + 1 and the output's valid are registers: the consumer's ready reaches the
+        # block RAM's read address through one multiplexer, not an adder
         advance = o.valid & o.ready
+        rd1, o_valid = Signal(aw + 1, init=1, name="rd1"), Signal(name="o_valid")
+        rd_next = Mux(advance, rd1, rd)
+        m.d.sync += o_valid.eq(rd_next != cw)  # = rd != cw_d in the next clock
         m.d.comb += [
-            o.valid.eq(rd != cw_d),
-            mem.r0_addr.eq((rd + advance)[:aw]),
+            o.valid.eq(o_valid),
+            mem.r0_addr.eq(rd_next[:aw]),
             o.payload.data.eq(mem.r0_data[:w]),
             o.payload.keep.eq(mem.r0_data[w : w + kw]),
             o.payload.last.eq(mem.r0_data[w + kw]),
             o.payload.user.eq(0),
         ]
         with m.If(advance):
-            m.d.sync += rd.eq(rd + 1)
+            m.d.sync += [rd.eq(rd1), rd1.eq(rd1 + 1)]
         return m

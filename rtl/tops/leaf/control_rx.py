@@ -2,7 +2,7 @@
 arbiter or manager of the host port they address."""
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from ... import interfaces
@@ -10,6 +10,7 @@ from ...dgsq.control_demux import ControlDemux
 from ...header.control_frames import ControlFrameDecoder
 from ...header.gse_header import GSE_ETHERTYPE, GSEType
 from ...lib.packet_mux import ROUND_ROBIN, PacketMux
+from ...lib.skid_buffer import SkidBuffer, skid_between
 from ...lib.stream import AXIStreamSignature
 
 __all__ = ["ControlRx"]
@@ -31,9 +32,11 @@ class ControlRx(wiring.Component):
     manager h), counters ``dec_stat_*`` (the decoder's), ``stat_requests``,
     ``stat_grants``, ``stat_drop_unrouted``.
 
-    Timing: the mux's register, the decoder (a header after the frame's last beat);
-    then no register. 8 beats per frame at 64 bits: the decoder takes one frame per 8
-    clocks, shared by the uplinks (control frames are a few percent of each link).
+    Timing: the mux's register, the decoder (a header after the frame's last beat), a
+    register slice (SkidBuffer) holding the decoded record with its routing, then one
+    on each ``m_req[h]`` and ``m_grant[h]``. 8 beats
+    per frame at 64 bits: the decoder takes one frame per 8 clocks, shared by the
+    uplinks (control frames are a few percent of each link).
     """
 
     def __init__(self, data_width=64, uplinks=4, hosts=4, ethertype=GSE_ETHERTYPE):
@@ -66,22 +69,34 @@ class ControlRx(wiring.Component):
         for u in range(self.uplinks):
             wiring.connect(m, wiring.flipped(self.s_ctl[u]), mux.s_axis[u])
         wiring.connect(m, mux.m_axis, dec.s_axis)
-        c = dec.m_ctl
-        is_req = c.payload.type == GSEType.REQUEST
+        # the routing (dst_node - node_base, its compare) into a register slice with the
+        # control record: the demux below works from registers
+        dc = dec.m_ctl
         local = Signal(16)  # dst_node - node_base: a host port of this leaf if < H
-        idx = Signal(16)
+        m.d.comb += local.eq((dc.payload.dst_node - self.node_base)[:16])
+        routed_layout = data.StructLayout({"ctl": dc.payload.shape(), "idx": 16})
+        m.submodules.route_skid = route_skid = SkidBuffer(routed_layout)
         m.d.comb += [
-            local.eq((c.payload.dst_node - self.node_base)[:16]),
-            idx.eq(Mux(is_req, Mux(local < H, c.payload.port, H), local)),
+            route_skid.s.valid.eq(dc.valid),
+            route_skid.s.payload.ctl.eq(dc.payload),
+            route_skid.s.payload.idx.eq(
+                Mux(dc.payload.type == GSEType.REQUEST, Mux(local < H, dc.payload.port, H), local)
+            ),
+            dc.ready.eq(route_skid.s.ready),
         ]
+        c = route_skid.m
+        is_req = c.payload.ctl.type == GSEType.REQUEST
+        idx = c.payload.idx
         ready_any = Signal()
         for h, cd in enumerate(self.demux):
             m.submodules[f"demux_{h}"] = cd
-            m.d.comb += [cd.s_ctl.payload.eq(c.payload), cd.s_ctl.valid.eq(c.valid & (idx == h))]
+            m.d.comb += [cd.s_ctl.payload.eq(c.payload.ctl), cd.s_ctl.valid.eq(c.valid & (idx == h))]
             with m.If(idx == h):
                 m.d.comb += ready_any.eq(cd.s_ctl.ready)
-            wiring.connect(m, cd.m_req, wiring.flipped(self.m_req[h]))
-            wiring.connect(m, cd.m_grant, wiring.flipped(self.m_grant[h]))
+            # register slices: the arbiter's and the manager's ready do not run back
+            # through the demux into the routing
+            skid_between(m, f"req_skid_{h}", cd.m_req, wiring.flipped(self.m_req[h]))
+            skid_between(m, f"grant_skid_{h}", cd.m_grant, wiring.flipped(self.m_grant[h]))
         unrouted = idx >= H
         m.d.comb += c.ready.eq(ready_any | unrouted)
         take = c.valid & c.ready

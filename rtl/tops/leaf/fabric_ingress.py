@@ -9,6 +9,7 @@ from ...header.parser import GSEParser, ParsedHeaderLayout
 from ...lib.packet_demux import PacketDemux
 from ...lib.stream import AXIStreamSignature
 from ...lib.pause_fifo import PauseFIFO
+from ...lib.skid_buffer import skid_between
 
 __all__ = ["FabricIngress"]
 
@@ -26,17 +27,19 @@ class FabricIngress(wiring.Component):
     * ``s_axis`` (in, always ready), ``pause`` (out): the link from the spine.
     * ``node_base`` (in, 16): this leaf's first node. A DATA frame whose
       ``dst_node - node_base`` is below H goes to ``m_data[dst_node - node_base]``;
-      REQUEST and GRANT frames to ``m_ctl``; a PROBE pulses ``probe_rx`` (one clock) as
-      it arrives, before the store (see ``_snoop_probes``), and is consumed after the
-      parser. ``frame_rx`` pulses (one clock) at the last beat of every good frame
-      (``tuser[0]`` low) as it arrives, whatever its kind: the link monitor's proof
+      REQUEST and GRANT frames to ``m_ctl``; a PROBE pulses ``probe_rx`` (one clock) a
+      clock after it arrives (from the input register), before the store (see
+      ``_snoop_probes``), and is consumed after the parser. ``frame_rx`` pulses (one
+      clock) at the last beat of every good frame (``tuser[0]`` low) likewise, whatever
+      its kind: the link monitor's proof
       that the link is alive. Everything else (DATA for another leaf, non-GSE frames) is
       dropped whole and counted in ``stat_drop_unrouted``.
     * Counters: ``stat_probes``, ``stat_drop_unrouted``, the store's ``store_stat_*``
       and the parser's ``parser_stat_*``.
 
-    Timing: the store's (3 clocks, cut-through), the parser's
-    (``ceil(32 / W) + 2`` clocks), the demux's register: one beat per clock.
+    Timing: an input register (1 clock), the store's (3 clocks, cut-through), the
+    parser's (``ceil(32 / W) + 2`` clocks), a register slice on each of the parser's
+    outputs (1 clock), the demux's register: one beat per clock.
     """
 
     def __init__(
@@ -88,12 +91,19 @@ class FabricIngress(wiring.Component):
         m.submodules.demux = demux = PacketDemux(
             H + 2, self.store.data_width, sel_layout=ParsedHeaderLayout, route=route
         )
-        wiring.connect(m, wiring.flipped(self.s_axis), store.s_axis)
-        self._snoop_probes(m)
+        # the input beat registered before the store (always ready): the link's receive
+        # side (a MAC's crossing FIFO) reaches the store's length and drop logic only
+        # through flip-flops
+        s = self.s_axis
+        m.d.sync += [store.s_axis.valid.eq(s.valid), store.s_axis.payload.eq(s.payload)]
+        m.d.comb += s.ready.eq(1)
+        self._snoop_probes(m, store.s_axis)
         m.d.comb += self.pause.eq(store.pause)
         wiring.connect(m, store.m_axis, parser.s_axis)
-        wiring.connect(m, parser.m_axis, demux.s_axis)
-        wiring.connect(m, parser.m_hdr, demux.s_sel)
+        # register slices: the demux's routing and its outputs' ready do not run into
+        # the parser's window
+        skid_between(m, "parser_data_skid", parser.m_axis, demux.s_axis)
+        skid_between(m, "parser_hdr_skid", parser.m_hdr, demux.s_sel)
         for h in range(H):
             wiring.connect(m, demux.m_axis[h], wiring.flipped(self.m_data[h]))
         wiring.connect(m, demux.m_axis[H], wiring.flipped(self.m_ctl))
@@ -102,13 +112,13 @@ class FabricIngress(wiring.Component):
         forward_stats(m, self, "parser", parser)
         return m
 
-    def _snoop_probes(self, m):
-        """``probe_rx``: a pulse at the last beat of each good frame on ``s_axis`` with the
-        GSE EtherType, ``ver`` 1 and ``type`` PROBE (frame bytes 12..14), seen as it
-        arrives (before the store), so that a link whose frames wait behind a paused or
+    def _snoop_probes(self, m, s):
+        """``probe_rx``: a pulse at the last beat of each good frame on ``s`` (the input
+        register) with the GSE EtherType, ``ver`` 1 and ``type`` PROBE (frame bytes
+        12..14), seen as it arrives (before the store), so that a link whose frames wait behind a paused or
         busy output still counts as alive. The PROBE itself goes on through the store and
         is consumed after the parser."""
-        s, bpb = self.s_axis, self.store.data_width // 8
+        bpb = self.store.data_width // 8
         want = {12: self.ethertype >> 8, 13: self.ethertype & 0xFF, 14: 0x10 | GSEType.PROBE.value}
         last_beat = 14 // bpb
         beat = Signal(range(last_beat + 2), name="snoop_beat")

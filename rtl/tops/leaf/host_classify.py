@@ -8,6 +8,7 @@ from amaranth.lib.wiring import In, Out
 from ... import interfaces
 from ...header.gse_header import ETH_HEADER_BYTES, GSE_ETHERTYPE, GSE_HEADER_BYTES, GSEType
 from ...header.tagger import TaggerHeaderLayout
+from ...lib.skid_buffer import SkidBuffer
 from ...lib.stream import AXIStreamSignature, check_data_width
 from .dest_lookup import dest_result_layout
 from .ingress_store import IngressStore
@@ -54,7 +55,8 @@ class HostClassify(wiring.Component):
       MAC not in the table), ``stat_drop_spoof`` (GSE EtherType from a host), and the
       store's ``stat_store_*``.
 
-    Timing: the store's (2 clocks after a frame's last beat) plus nothing: the
+    Timing: the input register (1 clock), then the store's (2 clocks after a frame's
+    last beat) and a register slice on its descriptors (1 clock) plus nothing: the
     descriptors are presented with the frame's first beat, the beats pass
     combinationally, one per clock, no bubble between frames. A frame leaves once its
     ``m_hdr`` and ``m_pkt`` have both been taken and its last beat has passed.
@@ -110,9 +112,17 @@ class HostClassify(wiring.Component):
         m = Module()
         m.submodules.store = store = self.store
         bpb = self.data_width // 8
-        s = self.s_axis
-        wiring.connect(m, wiring.flipped(s), store.s_axis)
-        m.d.comb += self.pause.eq(store.pause)
+        # the input beat is registered first (the store is always ready): the host
+        # link's receive side (a MAC's crossing FIFO) reaches the store's length and drop
+        # logic and the header capture below only through flip-flops
+        s = AXIStreamSignature(self.data_width).create(path=("in_beat",))
+        m.d.sync += [s.valid.eq(self.s_axis.valid), s.payload.eq(self.s_axis.payload)]
+        m.d.comb += [
+            self.s_axis.ready.eq(1),
+            store.s_axis.valid.eq(s.valid),
+            store.s_axis.payload.eq(s.payload),
+            self.pause.eq(store.pause),
+        ]
 
         # -- write side: the first 14 bytes of the frame being received
         nhead = ETH_HEADER_BYTES
@@ -143,7 +153,12 @@ class HostClassify(wiring.Component):
         ]
 
         # -- read side: one frame at a time, its two headers forked off
-        d, f, o = store.m_desc, store.m_axis, self.m_axis
+        # the store's descriptors through a register slice: the pop below (from the
+        # block RAM's last bit and the consumers' ready) loads registers, not the
+        # descriptor memory's read address
+        m.submodules.desc_skid = desc_skid = SkidBuffer(store.m_desc.payload.shape())
+        wiring.connect(m, store.m_desc, desc_skid.s)
+        d, f, o = desc_skid.m, store.m_axis, self.m_axis
         dinfo = Signal(classify_info_layout())
         m.d.comb += dinfo.eq(d.payload.info)
         drop = ~dinfo.dest.hit | dinfo.spoof

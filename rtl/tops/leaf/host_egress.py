@@ -13,6 +13,7 @@ from ...header.control_frames import ControlFrameEncoder
 from ...header.gse_header import GSE_HEADER_BYTES, GSEFlags
 from ...header.parser import GSEParser
 from ...lib.packet_mux import ROUND_ROBIN, PacketMux
+from ...lib.skid_buffer import SkidBuffer, skid_between
 from ...lib.stream import AXIStreamSignature
 from ...pktc.reorder import ReorderBuffer
 from ..packet_buffer import PacketBuffer
@@ -28,7 +29,10 @@ class HostEgress(wiring.Component):
     bypassed with ``reorder`` = 0, ECMP) -> untag (parser, ``strip`` 1) -> egress FIFO
     (store-and-forward) -> :class:`~opengse.rtl.lib.pause_gate.PauseGate` -> host; beside it the port's
     :class:`~opengse.rtl.dgsq.arbiter.GrantArbiter` (GSE mode), which grants against
-    the FIFO's room, and the GRANTs' framing and encoder.
+    the FIFO's room, and the GRANTs' framing and encoder. Register slices
+    (:class:`~opengse.rtl.lib.skid_buffer.SkidBuffer`, 1 clock each) sit between each
+    admission queue and the round-robin and on the parser's two outputs, so that no
+    ready runs from one part into the next.
 
     Parameters: ``config`` (:class:`~opengse.rtl.config.GSEConfig`: ``egress_buffer_bytes``
     is the FIFO, ``nodes`` the reorder buffer's sources, ``reorder_window``),
@@ -144,7 +148,9 @@ class HostEgress(wiring.Component):
             for u, adm in enumerate(self.adm):
                 m.submodules[f"adm_{u}"] = adm
                 wiring.connect(m, wiring.flipped(self.s_data[u]), adm.s_axis)
-                wiring.connect(m, adm.m_axis, mux.s_axis[u])
+                # a register slice: the round-robin's ready (from every queue's valid)
+                # does not reach the queue's read address and block RAM
+                skid_between(m, f"adm_skid_{u}", adm.m_axis, mux.s_axis[u])
             m.d.comb += [
                 self.stat_drop_admit.eq(sum(a.stat_drop_full + a.stat_drop_oversize for a in self.adm)),
                 self.stat_admit_drop_bad.eq(sum(a.stat_drop_bad for a in self.adm)),
@@ -159,8 +165,14 @@ class HostEgress(wiring.Component):
         else:
             wiring.connect(m, mux.m_axis, untag.s_axis)
 
-        # untag -> FIFO, the arrival of each frame reported at its last beat
-        src, hdr = untag.m_axis, untag.m_hdr
+        # untag -> FIFO, the arrival of each frame reported at its last beat; the parser's
+        # two outputs through register slices, so that the FIFO's and the arbiter's
+        # ready do not run into the parser's window
+        m.submodules.untag_data_skid = data_skid = SkidBuffer(untag.m_axis.payload.shape())
+        m.submodules.untag_hdr_skid = hdr_skid = SkidBuffer(untag.m_hdr.payload.shape())
+        wiring.connect(m, untag.m_axis, data_skid.s)
+        wiring.connect(m, untag.m_hdr, hdr_skid.s)
+        src, hdr = data_skid.m, hdr_skid.m
         last = src.valid & src.payload.last
         arr_ready = Signal()
         # a frame's last beat waits for its header and for the arbiter to take the arrival

@@ -12,6 +12,7 @@ from ...dgsq.manager import DGSQManager
 from ...header.control_frames import ControlFrameEncoder
 from ...header.tagger import GSETagger
 from ...lib.packet_mux import PRIORITY, PacketMux
+from ...lib.skid_buffer import skid_between
 from ...lib.stat_ports import forward_stats, stat_members
 from ...lib.stream import AXIStreamSignature
 from ...pktc.ecmp_selector import ECMPSelector
@@ -63,7 +64,11 @@ class HostIngress(wiring.Component):
       ``pkts``, ``bytes``, ``cells``, ``drops`` and the tenant's ``tenant_cells``,
       ``tenant_drops``).
 
-    Timing: the parts' (see each). The store holds a frame until it is whole (its
+    Timing: the parts' (see each), and a register slice (SkidBuffer, 1 clock) between
+    the classifier and the tagger, and in GSE mode between the classifier and the
+    manager, the tagger and the VOQ buffer, the VOQ buffer and the sprayer, the
+    framing's descriptors and the sprayer, and the sprayer and each uplink, so that no
+    ready runs from one part into the next. The store holds a frame until it is whole (its
     length goes into the tag and the manager's backlog); a frame enters the tagger only
     while the VOQ buffer has ``max_frame_bytes`` x 2 plus its dynamic-threshold margin
     free, so admission never drops (it back-pressures into the store, which pauses the
@@ -190,8 +195,11 @@ class HostIngress(wiring.Component):
             cls.tc.eq(self.tc),
             cls.tenant.eq(self.tenant),
         ]
-        wiring.connect(m, cls.m_axis, tag.s_axis)
-        wiring.connect(m, cls.m_hdr, tag.s_hdr)
+        # register slices between the classifier and the tagger (and, below, the
+        # manager): without them the store's descriptor, the tagger's window and the
+        # manager's engine made one chain of ready logic (about 20 LUT levels)
+        skid_between(m, "cls_data_skid", cls.m_axis, tag.s_axis)
+        skid_between(m, "cls_hdr_skid", cls.m_hdr, tag.s_hdr)
         if self.lb == "gse":
             self._elaborate_gse(m)
         else:
@@ -219,10 +227,10 @@ class HostIngress(wiring.Component):
             self.ctx_used.eq(mgr.ctx_used),
             mgr.node_id.eq(self.node_id),
         ]
-        wiring.connect(m, cls.m_pkt, mgr.s_pkt)
+        skid_between(m, "cls_pkt_skid", cls.m_pkt, mgr.s_pkt)
 
         # manager <-> VOQ buffer <-> container framing
-        wiring.connect(m, tag.m_axis, voq.s_axis)
+        skid_between(m, "tag_voq_skid", tag.m_axis, voq.s_axis)
         wiring.connect(m, mgr.m_pkt, voq.s_meta)
         wiring.connect(m, mgr.m_rel, cf.s_rel)
         wiring.connect(m, cf.m_deq, voq.s_deq)
@@ -236,8 +244,8 @@ class HostIngress(wiring.Component):
                 m.d.comb += theirs.eq(ours) if member.flow == In else ours.eq(theirs)
 
         # the sprayer: data from the VOQ, control frames (GRANTs first, then REQUESTs)
-        wiring.connect(m, voq.m_axis, sp.s_axis)
-        wiring.connect(m, cf.m_meta, sp.s_meta)
+        skid_between(m, "voq_sp_skid", voq.m_axis, sp.s_axis)
+        skid_between(m, "cf_sp_skid", cf.m_meta, sp.s_meta)
         wiring.connect(m, mgr.m_req, self.req_enc.s_ctl)
         m.d.comb += [
             self.req_enc.mac_da.eq(FABRIC_MAC | 0xFF),
@@ -254,5 +262,7 @@ class HostIngress(wiring.Component):
             for u in range(self.config.uplinks):
                 wiring.connect(m, spread.m_axis[u], wiring.flipped(self.m_ctl_up[u]))
         m.d.comb += [sp.healthy.eq(self.healthy), sp.avoid.eq(self.sp_avoid), self.sp_busy.eq(sp.busy)]
+        # a register slice per uplink: the uplinks' ready (their muxes and pause gates)
+        # does not run into the sprayer, and through it into the VOQ, framing and manager
         for u in range(self.config.uplinks):
-            wiring.connect(m, sp.m_axis[u], wiring.flipped(self.m_up[u]))
+            skid_between(m, f"up_skid_{u}", sp.m_axis[u], wiring.flipped(self.m_up[u]))

@@ -1,7 +1,7 @@
 """IngressStore: the always-ready frame store at a leaf's host ports, with pause and a
 per-frame descriptor."""
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -173,17 +173,22 @@ class IngressStore(wiring.Component):
                     m.d.sync += wr.eq(wr + 1)
 
         # -- read sides: each SRAM's read register is its output register
+        # rd + 1 and the output's valid are registers: the consumer's ready reaches the
+        # block RAM's read address through one multiplexer, not an adder
         adv = o.valid & o.ready
+        rd1, o_valid = Signal(aw + 1, init=1, name="rd1"), Signal(name="o_valid")
+        rd_next = Mux(adv, rd1, rd)
+        m.d.sync += o_valid.eq(rd_next != cw)  # = rd != cw_d in the next clock
         m.d.comb += [
-            o.valid.eq(rd != cw_d),
-            mem.r0_addr.eq((rd + adv)[:aw]),
+            o.valid.eq(o_valid),
+            mem.r0_addr.eq(rd_next[:aw]),
             o.payload.data.eq(mem.r0_data[:w]),
             o.payload.keep.eq(mem.r0_data[w : w + kw]),
             o.payload.last.eq(mem.r0_data[w + kw]),
             o.payload.user.eq(0),
         ]
         with m.If(adv):
-            m.d.sync += rd.eq(rd + 1)
+            m.d.sync += [rd.eq(rd1), rd1.eq(rd1 + 1)]
         dadv = d.valid & d.ready
         m.d.comb += [d.valid.eq(drp != dwp_d), dmem.r0_addr.eq((drp + dadv)[:dw]), d.payload.eq(dmem.r0_data)]
         with m.If(dadv):
