@@ -13,8 +13,10 @@ from managed_leaf_top import PARAMS, TOP
 from opengse.sim.runner import run_cocotb
 
 
+#: GSE mode in the default regression (it goes through the DGSQ path as well); ECMP mode,
+#: a build of its own (~40 s) and ~1 min of simulation, under -m slow.
 @pytest.mark.timeout(3600)
-@pytest.mark.parametrize("lb", [1, 0], ids=["ecmp", "gse"])
+@pytest.mark.parametrize("lb", [pytest.param(1, marks=pytest.mark.slow), 0], ids=["ecmp", "gse"])
 def test_gsectl_manages_a_leaf(lb):
     gsectl = Path(sys.executable).parent / "gsectl"
     gsectl = str(gsectl) if gsectl.exists() else shutil.which("gsectl")
