@@ -5,7 +5,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .packet_demux import PacketDemux
-from .register_fifo import register_fifo
+from .select_window import select_window
 from .stream import AXIStreamSignature, check_data_width
 
 __all__ = ["EtherTypeSplit"]
@@ -18,9 +18,8 @@ class EtherTypeSplit(wiring.Component):
     A :class:`~.packet_demux.PacketDemux` steers, but its select must be there with a
     packet's first beat, and the EtherType is in beat ``k = 13 // (data_width / 8)``
     (beat 1 at 64 bits). So the packet goes through a window of ``k + 2`` registered
-    beats (:func:`~.register_fifo.register_fifo`); the select of each packet is made as
-    its beat ``k`` enters the window and waits in a register FIFO of as many entries
-    (a packet has at least one beat in the window from its select's push to its pop).
+    beats (:func:`~.select_window.select_window`); the select of each packet is made as
+    its beat ``k`` enters the window and waits in a register FIFO of as many entries.
 
     Parameters: ``ethertype`` (16 bits), ``data_width`` (a power of two, 8..512),
     ``user_width``.
@@ -57,46 +56,23 @@ class EtherTypeSplit(wiring.Component):
         m = Module()
         bpb = self.data_width // 8
         k, k12 = 13 // bpb, 12 // bpb  # the beats holding bytes 13 and 12
-        depth = k + 2
         s = self.s_axis
         m.submodules.demux = demux = PacketDemux(2, self.data_width, self.user_width)
         for i in range(2):
             wiring.connect(m, demux.m_axis[i], wiring.flipped(self.m_axis[i]))
 
-        push, pop = Signal(), Signal()
-        beats, beat_valid = register_fifo(m, "win", depth, s.payload.shape(), push, s.payload, pop)
-        sel_push, sel_in, sel_pop = Signal(), Signal(), Signal()
-        sels, sel_valid = register_fifo(m, "sel", depth, 1, sel_push, sel_in, sel_pop)
-        m.d.comb += [
-            s.ready.eq(~beat_valid[-1] & ~sel_valid[-1]),
-            push.eq(s.valid & s.ready),
-            demux.s_axis.valid.eq(beat_valid[0]),
-            demux.s_axis.payload.eq(beats[0]),
-            pop.eq(demux.s_axis.valid & demux.s_axis.ready),
-            demux.s_sel.valid.eq(sel_valid[0]),
-            demux.s_sel.payload.index.eq(sels[0]),
-            sel_pop.eq(demux.s_sel.valid & demux.s_sel.ready),
-        ]
+        win = select_window(m, s, demux, k, 1, name="win")
+        m.d.comb += [demux.s_sel.valid.eq(win.sel_valid), demux.s_sel.payload.index.eq(win.sel)]
 
-        # the input side: each packet's beat index (saturating past k) and its EtherType
+        # the EtherType, from beat k and (8-bit data) byte 12 kept from the beat before
         def byte(n):
             return s.payload.data[8 * (n % bpb) : 8 * (n % bpb) + 8]
 
-        idx = Signal(range(k + 2))
         hi = Signal(8)  # byte 12, when it came in an earlier beat than byte 13 (8-bit data)
         hi_now = byte(12) if k12 == k else hi
-        match = Signal()
-        m.d.comb += [
-            match.eq((Cat(byte(13), hi_now) == self.ethertype) & s.payload.keep[13 % bpb]),
-            sel_push.eq(push & ((idx == k) | ((idx < k) & s.payload.last))),
-            sel_in.eq((idx == k) & match),
-        ]
-        with m.If(push):
-            with m.If(s.payload.last):
-                m.d.sync += idx.eq(0)
-            with m.Elif(idx <= k):
-                m.d.sync += idx.eq(idx + 1)
-            if k12 != k:
-                with m.If(idx == k12):
-                    m.d.sync += hi.eq(byte(12))
+        match = (Cat(byte(13), hi_now) == self.ethertype) & s.payload.keep[13 % bpb]
+        m.d.comb += win.sel_in.eq((win.idx == k) & match)
+        if k12 != k:
+            with m.If(win.push & (win.idx == k12)):
+                m.d.sync += hi.eq(byte(12))
         return m

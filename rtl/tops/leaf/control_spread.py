@@ -6,8 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from ...header.gse_header import ETH_HEADER_BYTES, GSE_FIELDS
 from ...lib.packet_demux import PacketDemux
-from ...lib.register_fifo import register_fifo
 from ...lib.round_robin import next_in_turn
+from ...lib.select_window import select_window
 from ...lib.stream import AXIStreamSignature
 
 __all__ = ["ControlSpread", "KEY_BYTES"]
@@ -48,8 +48,8 @@ class ControlSpread(wiring.Component):
     monitor's set; with none healthy the frames wait).
 
     Timing: the key is in beat ``k = 29 // (data_width / 8)`` (3 at 64 bits), so a
-    frame passes a window of ``k + 2`` registered beats (as
-    :class:`~opengse.rtl.lib.ethertype_split.EtherTypeSplit`); its preferred uplink is
+    frame passes a window of ``k + 2`` registered beats
+    (:func:`~opengse.rtl.lib.select_window.select_window`); its preferred uplink is
     made as beat ``k`` enters and waits in a register FIFO; the uplink is chosen from it
     and ``healthy`` as the frame's first beat enters the
     :class:`~opengse.rtl.lib.packet_demux.PacketDemux` (output register: 1 clock), so a
@@ -73,54 +73,31 @@ class ControlSpread(wiring.Component):
             wiring.connect(m, demux.m_axis[u], wiring.flipped(self.m_axis[u]))
         s = self.s_axis
         k = max(KEY_BYTES) // bpb  # the beat that completes the key
-        depth = k + 2
         ub = max(1, (U - 1).bit_length())
-
-        push, pop = Signal(), Signal()
-        beats, beat_valid = register_fifo(m, "win", depth, s.payload.shape(), push, s.payload, pop)
-        pref_push, pref_in, pref_pop = Signal(), Signal(range(U)), Signal()
-        prefs, pref_valid = register_fifo(m, "pref", depth, range(U), pref_push, pref_in, pref_pop)
-        m.d.comb += [
-            s.ready.eq(~beat_valid[-1] & ~pref_valid[-1]),
-            push.eq(s.valid & s.ready),
-            demux.s_axis.valid.eq(beat_valid[0]),
-            demux.s_axis.payload.eq(beats[0]),
-            pop.eq(demux.s_axis.valid & demux.s_axis.ready),
-        ]
+        win = select_window(m, s, demux, k, range(U), name="win")
 
         # The key's bytes as they pass (those of earlier beats held), folded per beat.
-        idx = Signal(range(k + 2))
         held = {n: Signal(8, name=f"key{n}") for n in KEY_BYTES if n // bpb < k}
         cur = []
         for n in KEY_BYTES:
             byte = s.payload.data[8 * (n % bpb) : 8 * (n % bpb) + 8]
             cur.append(byte if n // bpb == k else held[n])
             if n in held:
-                with m.If(push & (idx == n // bpb)):
+                with m.If(win.push & (win.idx == n // bpb)):
                     m.d.sync += held[n].eq(byte)
         fold = 0
         for b in cur:
             for i in range(0, 8, ub):
                 fold = fold ^ b[i : i + ub]
         h = Signal(ub)
-        m.d.comb += h.eq(fold)
-        m.d.comb += [
-            pref_push.eq(push & ((idx == k) | ((idx < k) & s.payload.last))),
-            pref_in.eq(Mux(h >= U, h - U, h) if (1 << ub) != U else h),
-        ]
-        with m.If(push):
-            with m.If(s.payload.last):
-                m.d.sync += idx.eq(0)
-            with m.Elif(idx <= k):
-                m.d.sync += idx.eq(idx + 1)
+        m.d.comb += [h.eq(fold), win.sel_in.eq(Mux(h >= U, h - U, h) if (1 << ub) != U else h)]
 
         # The uplink: the preferred one if healthy, else the next healthy one in turn.
-        pref = prefs[0]
+        pref = win.sel
         nxt, nxt_ok = next_in_turn(m, self.healthy, pref)
         ok = self.healthy.bit_select(pref, 1)
         m.d.comb += [
-            demux.s_sel.valid.eq(pref_valid[0] & (ok | nxt_ok)),
+            demux.s_sel.valid.eq(win.sel_valid & (ok | nxt_ok)),
             demux.s_sel.payload.index.eq(Mux(ok, pref, nxt)),
-            pref_pop.eq(demux.s_sel.valid & demux.s_sel.ready),
         ]
         return m
