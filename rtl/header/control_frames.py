@@ -18,17 +18,13 @@ from .gse_header import (
     GSE_VERSION,
     TAGGED_HEADER_BYTES,
     GSEType,
-    gse_header_layout,
     pack_header,
     unpack_header,
 )
+from ..interfaces import ControlHeaderLayout  # the header fields a control frame carries
 from ..lib.stream import AXIStreamSignature, check_data_width
 
 __all__ = ["ControlFrameEncoder", "ControlFrameDecoder", "ControlHeaderLayout"]
-
-#: Header fields a control frame carries (``ver`` is always 1; ``next_type`` is 0 but in
-#: a REQUEST, which carries its queue's void-GRANT count there).
-ControlHeaderLayout = gse_header_layout(omit=("ver",))
 
 
 class ControlFrameEncoder(wiring.Component):

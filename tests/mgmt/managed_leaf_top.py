@@ -8,8 +8,10 @@ leaves; 1 ECMP). One build per mode (``build/sim/managed_leaf-...-lb<n>-...``).
 few thousand clocks.
 """
 
+from dataclasses import replace
+
+from opengse.platforms.boards.leaf_top import SIZES
 from opengse.rtl.catalog import BlockSpec
-from opengse.rtl.config import GSEConfig
 from opengse.rtl.tops.leaf.managed_leaf import ManagedLeaf
 
 from mgmt_top import TEST_KEY, TEST_MAC
@@ -21,22 +23,10 @@ PARAMS = {"lb": 1, "data_width": 64, "probe_interval": 64}
 
 
 def managed_leaf(lb=1, data_width=64, probe_interval=64):
-    cfg = GSEConfig(
-        data_width=data_width,
-        host_ports=1,
-        uplinks=2,
-        nodes=4,
-        queues=8,
-        tenants=2,
-        voq_buffer_bytes=8192,
-        egress_buffer_bytes=4096,
-        container_bytes=2048,
-        reorder_window=2,
-        max_inflight=2,
-        uplink_queue_bytes=0,
-    )
+    # the Colorlight board leaf's sizes (platforms/boards/leaf_top.py), one place for both
+    sz = replace(SIZES["colorlight-5a75b"], data_width=data_width)
     return ManagedLeaf(
-        cfg,
+        sz.config(),
         ("gse", "ecmp")[lb],
         allowed_port=ALLOWED_PORT,
         key=TEST_KEY,
@@ -45,11 +35,11 @@ def managed_leaf(lb=1, data_width=64, probe_interval=64):
         uart_idle_limit=UART_IDLE_LIMIT,
         mac=TEST_MAC,
         delay=16,
-        host_store_bytes=4096,
-        fab_store_bytes=4096,
-        max_frame_bytes=1536,
-        slot_bytes=4096,
-        n_req=8,
+        host_store_bytes=sz.host_store_bytes,
+        fab_store_bytes=sz.fab_store_bytes,
+        max_frame_bytes=sz.max_frame_bytes,
+        slot_bytes=sz.slot_bytes,
+        n_req=sz.n_req,
         probe_interval=probe_interval,
     )
 

@@ -13,6 +13,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from opengse.rtl.tops.leaf.control_spread import ControlSpread
+from opengse.sim.sim_stream import beats, send_frame, take_beat
 
 CYCLE_LIMIT = 100_000
 DST_NODE, DGSQ = (20, 21), (28, 29)  # frame bytes: Ethernet header + GSE header offsets
@@ -40,12 +41,6 @@ def model_uplink(data, uplinks, healthy):
     return None
 
 
-def beats(data, bpb):
-    for i in range(0, len(data), bpb):
-        chunk = data[i : i + bpb]
-        yield int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1, i + bpb >= len(data)
-
-
 def run(uplinks, phases, idle, stall, data_width=64):
     """``phases``: [(healthy, frames)]; each phase's frames leave before the next
     phase's healthy set applies. Returns the frames per uplink per phase, and the
@@ -63,19 +58,7 @@ def run(uplinks, phases, idle, stall, data_width=64):
             ctx.set(dut.healthy, healthy)
             state["left"] = len(frames)
             for data in frames:
-                for word, keep, last in beats(data, bpb):
-                    while rng.random() < idle:
-                        ctx.set(dut.s_axis.valid, 0)
-                        await ctx.tick()
-                        state["source"] += 1
-                    ctx.set(dut.s_axis.valid, 1)
-                    ctx.set(dut.s_axis.payload, {"data": word, "keep": keep, "last": last, "user": 0})
-                    while True:
-                        taken = ctx.get(dut.s_axis.ready)
-                        await ctx.tick()
-                        state["source"] += 1
-                        if taken:
-                            break
+                state["source"] += await send_frame(ctx, dut.s_axis, data, bpb, rng, idle)
             ctx.set(dut.s_axis.valid, 0)
 
     async def sink(ctx):
@@ -92,15 +75,12 @@ def run(uplinks, phases, idle, stall, data_width=64):
                 for u in range(uplinks):
                     o = dut.m_axis[u]
                     if ctx.get(o.valid) and ctx.get(o.ready):
-                        moved.append(
-                            (u, ctx.get(o.payload.data), ctx.get(o.payload.keep), ctx.get(o.payload.last))
-                        )
+                        moved.append((u, ctx.get(o.payload)))
                 await ctx.tick()
-                for u, word, keep, last in moved:
-                    partial[u] += word.to_bytes(bpb, "little")[: bin(keep).count("1")]
-                    if last:
-                        got[p][u].append(bytes(partial[u]))
-                        partial[u] = bytearray()
+                for u, payload in moved:
+                    frame = take_beat(partial[u], payload, bpb)
+                    if frame is not None:
+                        got[p][u].append(frame)
                         n += 1
             state["phase"] = p + 1
 
