@@ -1,14 +1,18 @@
 """Rough register-to-register path depths of a synthesized ECP5 netlist, without
 place-and-route.
 
-``python -m opengse.platforms.netlist_depth NETLIST.json [N]`` reads the JSON netlist
-that ``synth_ecp5`` writes (a board build's ``<top>.json``, written minutes before
+``python -m opengse.platforms.netlist_depth NETLIST.json [N] [--blocks DEPTH [--min NS]]``
+reads the JSON netlist that ``synth_ecp5`` writes (a board build's ``<top>.json``, written minutes before
 nextpnr starts; placement and routing of a leaf take far longer) and prints the ``N``
 longest paths, one per end register, with the cells on the worst few. Each path runs
 from a flip-flop, a block RAM's output or a DSP's output, through LUT4, PFUMX,
 L6MUX21, CCU2C (carry chains) and distributed-RAM reads, to a flip-flop, a block
 RAM's or a distributed RAM's inputs. Names are the flattened Amaranth hierarchy, so
-a path that crosses parts shows it.
+a path that crosses parts shows it. With ``--blocks DEPTH`` it prints instead the
+worst path of each (start block, end block) pair, a block being the first DEPTH
+levels of the hierarchy (``leaf.leaf.host_in_0.cls`` is depth 4), down to ``--min``
+model ns (default 7.0), with how many end cells each pair has above it: the list of
+places to pipeline, a line each.
 
 The delays are guesses (:data:`DELAYS`, nanoseconds, about a -8 part; ``ROUTE`` per
 net that leaves a slice): the figures rank paths and show their depth; they are not
@@ -17,10 +21,11 @@ nextpnr's timing. Used on the ECPIX-5 leaf (docs/boards.md): the worst path coun
 """
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 
-__all__ = ["Path", "longest_paths", "DELAYS", "ROUTE", "main"]
+__all__ = ["Path", "longest_paths", "block_pairs", "DELAYS", "ROUTE", "main"]
 
 ROUTE = 0.6  #: ns per net between slices
 #: ns: clock to output of path starts; LUT-level cell delays
@@ -165,14 +170,58 @@ def longest_paths(netlist, top=None, count=20):
     return out
 
 
+def _block(name, depth):
+    """``name``'s first ``depth`` hierarchy levels, without the suffixes synthesis adds
+    (``_TRELLIS_FF_Q``, ``_LUT4_Z``, a bit index, ``$signal``)."""
+    name = re.sub(r"(_TRELLIS|_LUT4|_PFUMX|_L6MUX|_CCU2C|\[|\$).*", "", name)
+    return ".".join(name.split(".")[:depth])
+
+
+def block_pairs(paths, depth, min_ns=7.0):
+    """The worst of ``paths`` (longest first, as :func:`longest_paths` gives them) per
+    (start block, end block) pair at or above ``min_ns``: ``[(path, ends)]``, longest
+    first, ``ends`` the number of end cells of the pair at or above ``min_ns``."""
+    pairs = {}
+    for p in paths:
+        if p.ns < min_ns:
+            break
+        key = (_block(p.start, depth), _block(p.end, depth))
+        if key in pairs:
+            pairs[key][1] += 1
+        else:
+            pairs[key] = [p, 1]
+    return [(p, n) for p, n in pairs.values()]
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if not argv:
-        print(__doc__.splitlines()[2].strip(), file=sys.stderr)
+    args, opts = [], {}
+    it = iter(argv)
+    for a in it:
+        if a in ("--blocks", "--min"):
+            value = next(it, None)
+            try:
+                opts[a] = (int if a == "--blocks" else float)(value)
+            except (TypeError, ValueError):
+                print(f"netlist_depth: {a} needs a number, not {value!r}", file=sys.stderr)
+                return 2
+        else:
+            args.append(a)
+    if not args:
+        print(__doc__.splitlines()[3].strip(), file=sys.stderr)
         return 2
-    with open(argv[0]) as f:
-        netlist = json.load(f)
-    paths = longest_paths(netlist, count=int(argv[1]) if len(argv) > 1 else 20)
+    try:
+        with open(args[0]) as f:
+            netlist = json.load(f)
+    except (OSError, ValueError) as exc:
+        print(f"netlist_depth: cannot read {args[0]}: {exc}", file=sys.stderr)
+        return 2
+    if "--blocks" in opts:
+        paths = longest_paths(netlist, count=1 << 30)
+        for p, n in block_pairs(paths, opts["--blocks"], opts.get("--min", 7.0)):
+            print(f"{p.ns:6.2f} ns {p.levels:3d} levels {n:5d} ends  {p.start}  ->  {p.end}.{p.port}")
+        return 0
+    paths = longest_paths(netlist, count=int(args[1]) if len(args) > 1 else 20)
     for i, p in enumerate(paths):
         print(f"{p.ns:6.2f} ns {p.levels:3d} levels  {p.start}  ->  {p.end}.{p.port}")
         if i < 5:

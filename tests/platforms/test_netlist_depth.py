@@ -2,7 +2,7 @@
 register-to-register path is found and ranked first, carry chains and LUT-RAM reads
 count, a LUT-RAM's write data does not pass to its read data, a loop does not hang."""
 
-from opengse.platforms.netlist_depth import DELAYS, ROUTE, longest_paths
+from opengse.platforms.netlist_depth import DELAYS, ROUTE, block_pairs, longest_paths
 
 FF = {"CLK": "input", "DI": "input", "Q": "output"}
 LUT = {"A": "input", "B": "input", "C": "input", "D": "input", "Z": "output"}
@@ -58,3 +58,22 @@ def test_combinational_loop_ends():
     }
     paths = longest_paths(_netlist(cells, {"q": 2, "x": 3, "y": 4}))
     assert paths and paths[0].end == "a" and paths[0].levels >= 2
+
+
+def test_block_pairs_keep_the_worst_path_of_each_pair():
+    cells = {
+        "u.a.r": _cell("TRELLIS_FF", FF, CLK=[1], DI=["0"], Q=[2]),
+        "u.a.l1": _cell("LUT4", LUT, A=[2], B=["0"], C=["0"], D=["0"], Z=[3]),
+        "u.a.l2": _cell("LUT4", LUT, A=[3], B=["0"], C=["0"], D=["0"], Z=[4]),
+        "u.b.deep": _cell("TRELLIS_FF", FF, CLK=[1], DI=[4], Q=[5]),
+        "u.b.shallow": _cell("TRELLIS_FF", FF, CLK=[1], DI=[3], Q=[6]),
+        "u.c.x": _cell("TRELLIS_FF", FF, CLK=[1], DI=[3], Q=[7]),
+    }
+    nets = {"u.a.r_q": 2, "u.a.x_LUT4_Z": 3, "u.a.y": 4}
+    paths = longest_paths(_netlist(cells, nets), count=100)
+    pairs = block_pairs(paths, depth=2, min_ns=0.0)
+    # u.a -> u.b: two end cells, the two-LUT one kept; u.a -> u.c: one
+    assert [(p.end, n) for p, n in pairs] == [("u.b.deep", 2), ("u.c.x", 1)]
+    assert pairs[0][0].levels == 2
+    # a threshold above the one-LUT paths leaves the deep one alone
+    assert [(p.end, n) for p, n in block_pairs(paths, 2, min_ns=pairs[1][0].ns + 0.01)] == [("u.b.deep", 1)]
