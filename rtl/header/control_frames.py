@@ -109,8 +109,11 @@ class ControlFrameDecoder(wiring.Component):
     decoder), ``stat_drop_malformed`` (GSE, but wrong ``ver``, reserved ``type``, ``ttl``
     0, or shorter than 32 bytes), ``stat_drop_err`` (``tuser`` error).
 
-    Timing: one beat per clock; while a decoded header waits on ``m_ctl`` the input
-    stalls at the next frame's last beat.
+    Timing: one beat per clock. Two stages: the beats fill a header register; the
+    frame is judged from registers in the clock after its last beat, and its header
+    is on ``m_ctl`` from the clock after that (2 clocks after the last beat). While a
+    decoded header waits on ``m_ctl`` the input stalls at the next frame's last beat
+    (and, once that frame is taken, until its decision is made).
     """
 
     def __init__(self, data_width=64, ethertype=GSE_ETHERTYPE):
@@ -132,53 +135,69 @@ class ControlFrameDecoder(wiring.Component):
         W = self.data_width // 8
         head_beats = -(-TAGGED_HEADER_BYTES // W)
         head = [Signal(8, name=f"head{k}") for k in range(head_beats * W)]
-        nbytes = Signal(range(TAGGED_HEADER_BYTES + W + 1))  # saturating byte count
+        # the byte count only matters below TAGGED_HEADER_BYTES (32, a power of two): the
+        # bytes so far while fewer, and a flag once there; no saturating compare
+        tb = TAGGED_HEADER_BYTES.bit_length() - 1
+        assert 1 << tb == TAGGED_HEADER_BYTES
+        nbytes = Signal(tb)  # bytes of the frame so far, while `full` is 0
+        full = Signal()  # TAGGED_HEADER_BYTES or more bytes of the frame so far
         beat = Signal(range(head_beats + 1))
         out_valid = Signal()
         out_hdr = Signal(ControlHeaderLayout)
 
         beat_bytes = Signal(range(W + 1))
         keep = self.s_axis.payload.keep
-        m.d.comb += beat_bytes.eq(sum(keep[k] for k in range(W)))
+        m.d.comb += beat_bytes.eq(_popcount([keep[k] for k in range(W)]))
 
-        # Header bytes as they stand after this beat (the last beat may complete them).
-        cur = []
-        for k in range(head_beats * W):
-            b, off = divmod(k, W)
-            byte_now = self.s_axis.payload.data[8 * off : 8 * off + 8]
-            cur.append(Mux(beat == b, byte_now, head[k]))
-        gse = cur[ETH_HEADER_BYTES:TAGGED_HEADER_BYTES]
-        f = unpack_header(gse)
-        etype = Cat(cur[13], cur[12])
-        total = Signal(range(TAGGED_HEADER_BYTES + 2 * W + 1))
-        m.d.comb += total.eq(nbytes + beat_bytes)
-
-        is_gse = etype == self.ethertype
-        ctl = (f["type"] == GSEType.REQUEST.value) | (f["type"] == GSEType.GRANT.value)
-        known = ctl | (f["type"] == GSEType.DATA.value) | (f["type"] == GSEType.PROBE.value)
-        short = total < TAGGED_HEADER_BYTES
-        # (shorter than the Ethernet header: bytes 12-13 are not the frame's, so it is
-        # not GSE whatever they hold)
-        no_etype = total < ETH_HEADER_BYTES
-        err = self.s_axis.payload.user[0]
-
-        accept_last = Signal()
-        m.d.comb += self.s_axis.ready.eq(~(self.s_axis.payload.last & out_valid))
-        m.d.comb += accept_last.eq(self.s_axis.valid & self.s_axis.ready & self.s_axis.payload.last)
-        with m.If(self.s_axis.valid & self.s_axis.ready):
+        # Stage 1, each beat: its header bytes into `head`, the byte count. At the last
+        # beat the frame's length and error flag are registered and `pend` is set.
+        total = Signal(range(TAGGED_HEADER_BYTES + W))
+        total_full = Signal()
+        m.d.comb += [total.eq(nbytes + beat_bytes), total_full.eq(full | total[tb:].any())]
+        pend = Signal()  # a frame's last beat was taken: stage 2 decides it
+        p_total = Signal(tb)  # its length, if below TAGGED_HEADER_BYTES
+        p_full = Signal()  # its length is at least TAGGED_HEADER_BYTES
+        p_err = Signal()
+        # the header bytes in `head` must stay until stage 2 has read them: while a
+        # decision waits for the output register, no beat is taken; otherwise only a
+        # last beat waits for it (one header on m_ctl at a time)
+        s = self.s_axis
+        m.d.comb += s.ready.eq(~(out_valid & (s.payload.last | pend)))
+        with m.If(s.valid & s.ready):
             for k in range(head_beats * W):
                 b, off = divmod(k, W)
                 with m.If(beat == b):
-                    m.d.sync += head[k].eq(self.s_axis.payload.data[8 * off : 8 * off + 8])
+                    m.d.sync += head[k].eq(s.payload.data[8 * off : 8 * off + 8])
             m.d.sync += beat.eq(Mux(beat == head_beats, beat, beat + 1))
-            m.d.sync += nbytes.eq(Mux(total > TAGGED_HEADER_BYTES, TAGGED_HEADER_BYTES + 1, total))
-            with m.If(self.s_axis.payload.last):
-                m.d.sync += [beat.eq(0), nbytes.eq(0)]
+            m.d.sync += [nbytes.eq(total[:tb]), full.eq(total_full)]
+            with m.If(s.payload.last):
+                m.d.sync += [beat.eq(0), nbytes.eq(0), full.eq(0)]
+                m.d.sync += [p_total.eq(total[:tb]), p_full.eq(total_full), p_err.eq(s.payload.user[0])]
+
+        # Stage 2, the clock after (or once the output register is free): the decision
+        # from registers only. Bytes past the frame's end in `head` are stale; `short`
+        # covers them.
+        gse = head[ETH_HEADER_BYTES:TAGGED_HEADER_BYTES]
+        f = unpack_header(gse)
+        etype = Cat(head[13], head[12])
+        is_gse = etype == self.ethertype
+        ctl = (f["type"] == GSEType.REQUEST.value) | (f["type"] == GSEType.GRANT.value)
+        known = ctl | (f["type"] == GSEType.DATA.value) | (f["type"] == GSEType.PROBE.value)
+        short = ~p_full
+        # (shorter than the Ethernet header: bytes 12-13 are not the frame's, so it is
+        # not GSE whatever they hold)
+        no_etype = ~p_full & (p_total < ETH_HEADER_BYTES)
+        decide = Signal()
+        m.d.comb += decide.eq(pend & ~out_valid)
 
         with m.If(self.m_ctl.ready):
             m.d.sync += out_valid.eq(0)
-        with m.If(accept_last):
-            with m.If(err):
+        with m.If(decide):
+            m.d.sync += pend.eq(0)
+        with m.If(s.valid & s.ready & s.payload.last):
+            m.d.sync += pend.eq(1)
+        with m.If(decide):
+            with m.If(p_err):
                 m.d.sync += self.stat_drop_err.eq(self.stat_drop_err + 1)
             with m.Elif(short & (no_etype | ~is_gse)):
                 m.d.sync += self.stat_drop_other.eq(self.stat_drop_other + 1)
@@ -196,6 +215,14 @@ class ControlFrameDecoder(wiring.Component):
                     m.d.sync += out_hdr[name].eq(f[name])
         m.d.comb += [self.m_ctl.valid.eq(out_valid), self.m_ctl.payload.eq(out_hdr)]
         return m
+
+
+def _popcount(bits):
+    """The number of set bits, as a balanced adder tree (depth log2 of the count)."""
+    while len(bits) > 1:
+        pairs = [bits[k] + bits[k + 1] for k in range(0, len(bits) - 1, 2)]
+        bits = pairs + bits[len(bits) - len(bits) % 2 :]
+    return bits[0]
 
 
 EXPORTS = [

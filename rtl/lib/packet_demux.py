@@ -90,9 +90,10 @@ class PacketDemux(wiring.Component):
         o_beat = Signal.like(self.m_axis[0].payload, name="o_beat")
         for i, mi in enumerate(self.m_axis):
             m.d.comb += [mi.valid.eq(o_valid[i]), mi.payload.eq(o_beat)]
-        moved = Cat(mi.valid & mi.ready for mi in self.m_axis).any()
+        # o_valid is one-hot or 0, so the register is free when no output holds a beat
+        # it could not pass on: a flat AND, not an OR of moves after an OR of valids
         free = Signal()
-        m.d.comb += free.eq(~o_valid.any() | moved)
+        m.d.comb += free.eq(Cat(~mi.valid | mi.ready for mi in self.m_axis).all())
 
         in_pkt = Signal()  # inside a packet: its output is `dest`
         dest = Signal(obits)
@@ -117,11 +118,15 @@ class PacketDemux(wiring.Component):
         take = Signal()
         m.d.comb += take.eq(s.valid & go)
 
-        with m.If(free):
-            m.d.sync += o_valid.eq(0)
+        # per output: kept while it waits, or set by a beat taken for it (one-hot: a
+        # beat is taken for a kept output only when it is dropped)
+        load = Signal()
+        m.d.comb += load.eq(s.valid & ~cur_drop & free & (in_pkt | sel.valid))
+        for i, mi in enumerate(self.m_axis):
+            m.d.sync += o_valid[i].eq((mi.valid & ~mi.ready) | (load & (cur_dest == i)))
+        with m.If(load):
+            m.d.sync += o_beat.eq(s.payload)
         with m.If(take):
-            with m.If(~cur_drop):
-                m.d.sync += [o_beat.eq(s.payload), o_valid.eq(1 << cur_dest)]
             m.d.sync += [in_pkt.eq(~s.payload.last), dest.eq(cur_dest), drop.eq(cur_drop)]
             with m.If(s.payload.last & cur_drop):
                 m.d.sync += self.stat_drop_unrouted.eq(self.stat_drop_unrouted + 1)

@@ -103,7 +103,7 @@ class PauseFIFO(wiring.Component):
     ``stat_pause_cycles`` : ``Out(32)``
         Clocks with ``pause`` = 1.
     ``stat_peak_level`` : ``Out(range(depth + 1))``
-        The highest ``level`` since reset.
+        The highest ``level`` since reset (two clocks behind ``level``).
 
     Timing
     ------
@@ -210,8 +210,11 @@ class PauseFIFO(wiring.Component):
             m.d.sync += self.pause.eq(0)
         with m.If(self.pause):
             m.d.sync += self.stat_pause_cycles.eq(self.stat_pause_cycles + 1)
-        with m.If(level > self.stat_peak_level):
-            m.d.sync += self.stat_peak_level.eq(level)
+        # the peak from a registered level: the subtract and the compare are a clock apart
+        level_r = Signal.like(level)
+        m.d.sync += level_r.eq(level)
+        with m.If(level_r > self.stat_peak_level):
+            m.d.sync += self.stat_peak_level.eq(level_r)
         return m
 
 

@@ -32,9 +32,10 @@ class ControlRx(wiring.Component):
     manager h), counters ``dec_stat_*`` (the decoder's), ``stat_requests``,
     ``stat_grants``, ``stat_drop_unrouted``.
 
-    Timing: the mux's register, the decoder (a header after the frame's last beat), a
-    register slice (SkidBuffer) holding the decoded record with its routing, then one
-    on each ``m_req[h]`` and ``m_grant[h]``. 8 beats
+    Timing: a register slice (SkidBuffer) on each ``s_ctl[u]``, the mux's register,
+    the decoder (a header 2 clocks after the frame's last beat), a register slice
+    holding the decoded record with its routing, then one on each ``m_req[h]`` and
+    ``m_grant[h]``. 8 beats
     per frame at 64 bits: the decoder takes one frame per 8 clocks, shared by the
     uplinks (control frames are a few percent of each link).
     """
@@ -67,7 +68,9 @@ class ControlRx(wiring.Component):
         m.submodules.mux = mux = self.mux
         m.submodules.dec = dec = self.dec
         for u in range(self.uplinks):
-            wiring.connect(m, wiring.flipped(self.s_ctl[u]), mux.s_axis[u])
+            # a register slice per uplink: the round-robin's ready (its pick from all
+            # the inputs' valid) does not run back into the fabric ingress's demux
+            skid_between(m, f"in_skid_{u}", wiring.flipped(self.s_ctl[u]), mux.s_axis[u])
         wiring.connect(m, mux.m_axis, dec.s_axis)
         # the routing (dst_node - node_base, its compare) into a register slice with the
         # control record: the demux below works from registers

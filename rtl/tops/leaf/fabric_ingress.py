@@ -5,11 +5,11 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ...header.gse_header import GSE_ETHERTYPE, GSEType
-from ...header.parser import GSEParser, ParsedHeaderLayout
-from ...lib.packet_demux import PacketDemux
+from ...header.parser import GSEParser
+from ...lib.packet_demux import PacketDemux, select_layout
 from ...lib.stream import AXIStreamSignature
 from ...lib.pause_fifo import PauseFIFO
-from ...lib.skid_buffer import skid_between
+from ...lib.skid_buffer import SkidBuffer, skid_between
 
 __all__ = ["FabricIngress"]
 
@@ -27,19 +27,21 @@ class FabricIngress(wiring.Component):
     * ``s_axis`` (in, always ready), ``pause`` (out): the link from the spine.
     * ``node_base`` (in, 16): this leaf's first node. A DATA frame whose
       ``dst_node - node_base`` is below H goes to ``m_data[dst_node - node_base]``;
-      REQUEST and GRANT frames to ``m_ctl``; a PROBE pulses ``probe_rx`` (one clock) a
-      clock after it arrives (from the input register), before the store (see
-      ``_snoop_probes``), and is consumed after the parser. ``frame_rx`` pulses (one
-      clock) at the last beat of every good frame (``tuser[0]`` low) likewise, whatever
-      its kind: the link monitor's proof
-      that the link is alive. Everything else (DATA for another leaf, non-GSE frames) is
+      REQUEST and GRANT frames to ``m_ctl``; a PROBE pulses ``probe_rx`` (one clock, a
+      register) two clocks after its last beat arrives (the input register, then the
+      pulse's own), before the store (see ``_snoop_probes``), and is consumed after the
+      parser. ``frame_rx`` pulses (one clock, a register) for the last beat of every
+      good frame (``tuser[0]`` low) likewise, whatever its kind: the link monitor's
+      proof that the link is alive. Everything else (DATA for another leaf, non-GSE frames) is
       dropped whole and counted in ``stat_drop_unrouted``.
-    * Counters: ``stat_probes``, ``stat_drop_unrouted``, the store's ``store_stat_*``
-      and the parser's ``parser_stat_*``.
+    * Counters: ``stat_probes`` (a clock after ``probe_rx``), ``stat_drop_unrouted``,
+      the store's ``store_stat_*`` and the parser's ``parser_stat_*``.
 
     Timing: an input register (1 clock), the store's (3 clocks, cut-through), the
     parser's (``ceil(32 / W) + 2`` clocks), a register slice on each of the parser's
-    outputs (1 clock), the demux's register: one beat per clock.
+    outputs (1 clock; the header's holds the output index, routed from ``m_hdr`` as it
+    enters, so the demux works from a register), the demux's register: one beat per
+    clock.
     """
 
     def __init__(
@@ -88,9 +90,8 @@ class FabricIngress(wiring.Component):
             probe = h.type == GSEType.PROBE
             return Mux(~h.gse, H + 2, Mux(data, local, Mux(ctl, H, Mux(probe, H + 1, H + 2))))
 
-        m.submodules.demux = demux = PacketDemux(
-            H + 2, self.store.data_width, sel_layout=ParsedHeaderLayout, route=route
-        )
+        sel_layout = select_layout((H + 2).bit_length())
+        m.submodules.demux = demux = PacketDemux(H + 2, self.store.data_width, sel_layout=sel_layout)
         # the input beat registered before the store (always ready): the link's receive
         # side (a MAC's crossing FIFO) reaches the store's length and drop logic only
         # through flip-flops
@@ -100,10 +101,17 @@ class FabricIngress(wiring.Component):
         self._snoop_probes(m, store.s_axis)
         m.d.comb += self.pause.eq(store.pause)
         wiring.connect(m, store.m_axis, parser.s_axis)
-        # register slices: the demux's routing and its outputs' ready do not run into
-        # the parser's window
+        # register slices: the demux's outputs' ready does not run into the parser's
+        # window, and the routing (a subtract and compares) is computed into the header
+        # slice: the demux takes a registered output index
         skid_between(m, "parser_data_skid", parser.m_axis, demux.s_axis)
-        skid_between(m, "parser_hdr_skid", parser.m_hdr, demux.s_sel)
+        m.submodules.route_skid = route_skid = SkidBuffer(sel_layout)
+        m.d.comb += [
+            route_skid.s.valid.eq(parser.m_hdr.valid),
+            route_skid.s.payload.index.eq(route(parser.m_hdr.payload)),
+            parser.m_hdr.ready.eq(route_skid.s.ready),
+        ]
+        wiring.connect(m, route_skid.m, demux.s_sel)
         for h in range(H):
             wiring.connect(m, demux.m_axis[h], wiring.flipped(self.m_data[h]))
         wiring.connect(m, demux.m_axis[H], wiring.flipped(self.m_ctl))
@@ -113,11 +121,11 @@ class FabricIngress(wiring.Component):
         return m
 
     def _snoop_probes(self, m, s):
-        """``probe_rx``: a pulse at the last beat of each good frame on ``s`` (the input
-        register) with the GSE EtherType, ``ver`` 1 and ``type`` PROBE (frame bytes
-        12..14), seen as it arrives (before the store), so that a link whose frames wait behind a paused or
-        busy output still counts as alive. The PROBE itself goes on through the store and
-        is consumed after the parser."""
+        """``probe_rx``: a pulse (registered) for the last beat of each good frame on ``s``
+        (the input register) with the GSE EtherType, ``ver`` 1 and ``type`` PROBE (frame
+        bytes 12..14), seen as it arrives (before the store), so that a link whose frames
+        wait behind a paused or busy output still counts as alive. The PROBE itself goes
+        on through the store and is consumed after the parser."""
         bpb = self.store.data_width // 8
         want = {12: self.ethertype >> 8, 13: self.ethertype & 0xFF, 14: 0x10 | GSEType.PROBE.value}
         last_beat = 14 // bpb
@@ -141,7 +149,9 @@ class FabricIngress(wiring.Component):
                 m.d.sync += ok.eq(hit)
                 with m.If(beat <= last_beat):
                     m.d.sync += beat.eq(beat + 1)
-        pulse = s.valid & s.payload.last & ~s.payload.user[0] & (beat >= last_beat) & hit
-        m.d.comb += [self.probe_rx.eq(pulse), self.frame_rx.eq(s.valid & s.payload.last & ~s.payload.user[0])]
-        with m.If(pulse):
+        good_last = s.valid & s.payload.last & ~s.payload.user[0]
+        # registered pulses: the byte compares stop here, not in the link monitor's
+        # interval logic
+        m.d.sync += [self.probe_rx.eq(good_last & (beat >= last_beat) & hit), self.frame_rx.eq(good_last)]
+        with m.If(self.probe_rx):
             m.d.sync += self.stat_probes.eq(self.stat_probes + 1)

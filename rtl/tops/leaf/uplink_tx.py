@@ -55,8 +55,9 @@ class UplinkTx(wiring.Component):
     Interface: ``s_probe``, ``s_host[h]`` (in, AXI-Stream), ``m_axis`` (out, the link;
     its ``tready`` is honoured, a fabric link holds it at 1), ``pause_in`` (in: the far
     end's pause; no new data frame starts while it is 1; PROBEs still go), ``tx_data``
-    (out: a one-clock pulse as the last beat of a frame from ``s_host`` enters the
-    output mux, for the link monitor: this link carried traffic), counters
+    (out, a register: a one-clock pulse in the clock after the last beat of a frame
+    from ``s_host`` enters the output mux, for the link monitor: this link carried
+    traffic), counters
     ``stat_frames`` (frames sent), ``stat_probes``, ``stat_pause_cycles``,
     ``stat_held_cycles``, ``stat_drop_queue`` (frames its queues dropped whole: bad or
     longer than the queue; with the leaf's frame limit neither happens).
@@ -127,9 +128,12 @@ class UplinkTx(wiring.Component):
         wiring.connect(m, gate.m_axis, prio.s_axis[1])
         wiring.connect(m, prio.m_axis, skid.s)
         wiring.connect(m, skid.m, wiring.flipped(self.m_axis))
+        # registered: the pause gate's and the mux's handshake stop here, not in the
+        # link monitor's interval logic
+        d = prio.s_axis[1]
+        m.d.sync += self.tx_data.eq(d.valid & d.ready & d.payload.last)
         m.d.comb += [
             gate.pause.eq(self.pause_in),
-            self.tx_data.eq(prio.s_axis[1].valid & prio.s_axis[1].ready & prio.s_axis[1].payload.last),
             self.stat_probes.eq(prio.stat_packets[0]),
             self.stat_frames.eq(prio.stat_packets[0] + prio.stat_packets[1]),
             self.stat_pause_cycles.eq(gate.stat_pause_cycles),
