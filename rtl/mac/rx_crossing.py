@@ -1,16 +1,16 @@
 """Receive clock-domain crossing: frame words from ``rx`` to the core's AXI-Stream.
 
-:class:`RxFrameCrossing` is an :class:`amaranth.lib.fifo.AsyncFIFO` of frame words
+:class:`RxFrameCrossing` is a :class:`~.async_fifo.RegisteredAsyncFIFO` of frame words
 (written in ``rx``, read in ``sync``) with the overrun policy of a receive MAC. It is
-cut-through: a word is readable a few clocks after it was written (the FIFO's pointer
-synchronisers), whether or not its frame is complete.
+cut-through: a word is readable five ``sync`` clocks after the ``rx`` clock that wrote
+it (the FIFO's pointer synchroniser, registered "memory holds a word", memory read and
+output register; three more than ``AsyncFIFO``), whether or not its frame is complete.
 
 Write side (``rx``, no back-pressure: the line does not wait): ``i_valid``, ``i`` (word
 beat, ``user`` = :class:`~.frame_beats.RxStatus`).
 
-"Full" below is ``room`` low: the FIFO's registered ``w_level`` above ``depth - 2``
-(so every word written is taken; the comment in :meth:`elaborate` says why not
-``w_rdy``).
+"Full" below is ``room`` low: the FIFO's registered ``w_rdy`` low (it keeps one or
+two entries in hand; every word written is taken).
 
 * A frame whose first word finds the FIFO full (or still owing the end of an overrun
   frame, below) is dropped whole: none of it is written; ``dropped`` pulses (in
@@ -21,22 +21,23 @@ beat, ``user`` = :class:`~.frame_beats.RxStatus`).
 * Nothing else is ever lost: while the core takes words at least as fast as the line
   delivers them, the FIFO never fills.
 
-Read side (``sync``): ``m_axis`` (AXI-Stream, ``data_width``): ``tkeep`` from the word's
-count, ``tuser`` bit 0 on a last beat whose status is not ``OK``; ``status`` is that
-beat's :class:`~.frame_beats.RxStatus` (meaningful on a last beat), for the counters.
+Read side (``sync``): ``m_axis`` (AXI-Stream, ``data_width``): ``tvalid`` and the word
+are registers of the FIFO's output stage; ``tkeep`` from the word's count, ``tuser`` bit
+0 on a last beat whose status is not ``OK``; ``status`` is that beat's
+:class:`~.frame_beats.RxStatus` (meaningful on a last beat), for the counters.
 
-Reset: ``rx_rst`` empties the FIFO (AsyncFIFO resets from its write domain); ``rst``
-resets the read-side state only.
+Reset: ``rx_rst`` empties the FIFO (it resets from its write domain); ``rst`` resets the
+read-side state only.
 """
 
 from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.cdc import PulseSynchronizer
-from amaranth.lib.fifo import AsyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from ..lib.stream import AXIStreamSignature
 
+from .async_fifo import RegisteredAsyncFIFO
 from .frame_beats import STATUS_WIDTH, RxStatus, word_layout
 
 __all__ = ["RxFrameCrossing"]
@@ -61,7 +62,7 @@ class RxFrameCrossing(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         layout = word_layout(self._width, STATUS_WIDTH)
-        m.submodules.fifo = fifo = AsyncFIFO(
+        m.submodules.fifo = fifo = RegisteredAsyncFIFO(
             width=layout.size, depth=self._depth, r_domain=self._r, w_domain=self._w
         )
         m.submodules.dropped_sync = dropped = PulseSynchronizer(self._w, self._r)
@@ -74,15 +75,12 @@ class RxFrameCrossing(wiring.Component):
         terminator = Signal(layout)
         m.d.comb += [terminator.last.eq(1), terminator.user.eq(RxStatus.OVERRUN)]
 
-        # ``room``: the FIFO can take a word in this clock, from its registered level
-        # only. ``w_level`` is one clock old (produce - consume of the previous clock)
-        # and the FIFO's own full flag sees a consume pointer at least as new, so with
-        # one write a clock, ``w_level <= depth - 2`` guarantees ``w_rdy``. The state
-        # below and ``w_en`` look at ``room``, never at ``w_rdy``: the write pointer's
-        # Gray compare (the rx domain's longest path when it fed this state) stays inside
-        # the FIFO, and every word this side writes is taken. It costs one FIFO entry.
+        # ``room``: the FIFO can take a word in this clock: its ``w_rdy``, a register.
+        # The state below and ``w_en`` look at it, so every word this side writes is
+        # taken (the write pointer's Gray compare, the rx domain's longest path when it
+        # fed this state through AsyncFIFO's w_rdy, is gone).
         room = Signal()
-        m.d.comb += room.eq(fifo.w_level <= fifo.depth - 2)
+        m.d.comb += room.eq(fifo.w_rdy)
         first = ~in_frame
         want = owe_end | (self.i_valid & ((first & ~owe_end) | writing))
         m.d.comb += [

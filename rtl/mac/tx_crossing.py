@@ -1,40 +1,41 @@
 """Transmit clock-domain crossing: the core's AXI-Stream to frame words in ``tx``.
 
-:class:`TxFrameCrossing` holds frames in an :class:`amaranth.lib.fifo.AsyncFIFO` of
-words (written in ``sync``, read in ``tx``) and releases a frame to the transmitter
+:class:`TxFrameCrossing` holds frames in a :class:`~.async_fifo.RegisteredAsyncFIFO`
+of words (written in ``sync``, read in ``tx``) and releases a frame to the transmitter
 only when it is complete (store and forward), because once a frame has started on the
-wire its bytes must follow at line rate. A second, small AsyncFIFO carries one token
-per complete frame (written with the frame's last word).
+wire its bytes must follow at line rate. A second, small one carries one token per
+complete frame (written with the frame's last word). Both FIFOs' ``w_rdy``,
+``r_rdy`` and ``r_data`` are registers.
 
 Write side (``sync``): ``s_axis`` (AXI-Stream, ``data_width``). A beat is taken when the
-data FIFO has room (and, for a last beat, the token FIFO had room for four tokens a
-few clocks before: that flag is registered to keep the FIFO's level logic off the
-``tready`` path). Its byte count is the
+data FIFO has room (and, for a last beat, the token FIFO too). Its byte count is the
 number of set ``tkeep`` bits, taken from byte 0 up (``tkeep`` is contiguous from bit 0
-on a packed stream; a beat with ``tkeep`` 0 counts as one byte). ``tuser`` bit 0 of the last
-beat travels with it.
+on a packed stream; a beat with ``tkeep`` 0 counts as one byte). ``tuser`` bit 0 of the
+last beat travels with it.
 
-Read side (``tx``): ``o`` (stream of word beats, ``user`` = the ``tuser`` bit), behind
-a register slice (two words, read from the FIFO as soon as they are there). The
-first word of a frame is offered only when that frame's token has arrived, or when the
-data FIFO is full (a frame longer than the FIFO: it then goes out cut-through, and the
-transmitter aborts it if the core falls behind; the full flag is registered, one clock
-stale). The token of each frame is consumed
-after its last word, so tokens and frames stay paired. After a ``last`` word ``o``
-offers nothing for at least one clock until the next token is seen.
+Read side (``tx``): ``o`` (stream of word beats, ``user`` = the ``tuser`` bit), straight
+from the data FIFO's output registers. The first word of a frame is offered only when
+that frame's token has arrived, or when the data FIFO holds at least ``depth`` words (a
+frame longer than the FIFO: it then goes out cut-through, and the transmitter aborts it
+if the core falls behind; that flag is registered, a few clocks stale). The token of
+each frame is consumed after its last word, so tokens and frames stay paired. After a
+``last`` word ``o`` offers nothing for at least one clock until the next token is seen.
+Latency: a word reaches the FIFO's output five ``tx`` clocks after the ``sync`` clock
+that wrote it, a token likewise, and a frame's first word is offered the clock after its
+token is seen (``have_token``, registered): about six ``tx`` clocks from the frame's
+last beat, three more than with ``AsyncFIFO`` and the register slice that followed it.
 
-Reset: ``rst`` empties both FIFOs (AsyncFIFO resets from its write domain), ``tx_rst``
+Reset: ``rst`` empties both FIFOs (they reset from their write domain), ``tx_rst``
 the read-side state.
 """
 
-from amaranth.hdl import DomainRenamer, Module, Signal
+from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import AsyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from ..lib.skid_buffer import SkidBuffer
 from ..lib.stream import AXIStreamSignature
 
+from .async_fifo import RegisteredAsyncFIFO
 from .frame_beats import word_layout
 
 __all__ = ["TxFrameCrossing"]
@@ -57,22 +58,23 @@ class TxFrameCrossing(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         layout = word_layout(self._width, 1)
-        m.submodules.fifo = fifo = AsyncFIFO(
+        m.submodules.fifo = fifo = RegisteredAsyncFIFO(
             width=layout.size, depth=self._depth, r_domain=self._r, w_domain=self._w
         )
-        m.submodules.tokens = tokens = AsyncFIFO(
+        m.submodules.tokens = tokens = RegisteredAsyncFIFO(
             width=1, depth=self._token_depth, r_domain=self._r, w_domain=self._w
         )
         n = self._width // 8
         beat = self.s_axis.payload
 
         word_in = Signal(layout)
-        token_room = Signal()
         count = Signal(range(n))
         ones = Signal(range(n + 1))
         m.d.comb += ones.eq(sum(beat.keep[k] for k in range(n)))
         with m.If(ones != 0):  # bytes = set tkeep bits, at least one
             m.d.comb += count.eq(ones - 1)
+        # Both FIFOs' w_rdy are registers: a last beat waits for room in both.
+        token_room = tokens.w_rdy
         m.d.comb += [
             word_in.data.eq(beat.data),
             word_in.count.eq(count),
@@ -80,41 +82,35 @@ class TxFrameCrossing(wiring.Component):
             word_in.user.eq(beat.user[0] & beat.last),
             self.s_axis.ready.eq(fifo.w_rdy & (token_room | ~beat.last)),
             fifo.w_data.eq(word_in.as_value()),
-            # the FIFOs ignore w_en while full: no w_rdy in their own w_en
+            # the FIFOs ignore w_en while not w_rdy: no w_rdy in their own w_en
             fifo.w_en.eq(self.s_axis.valid & (token_room | ~beat.last)),
             tokens.w_data.eq(0),
-            tokens.w_en.eq(self.s_axis.valid & beat.last & fifo.w_rdy & token_room),
+            tokens.w_en.eq(self.s_axis.valid & beat.last & fifo.w_rdy),
         ]
-        # Room for a token, registered (the token FIFO's level logic is long). w_level
-        # is itself a register of the write pointer register, so the flag misses the
-        # tokens of the last three clocks (one per clock at most): keep room for four.
-        m.d[self._w] += token_room.eq(tokens.w_level <= tokens.depth - 4)
 
         rd = m.d[self._r]
         start = Signal(init=1)  # the next word read is a frame's first
         owe_token = Signal()  # a frame went out; its token is not consumed yet
-        # The FIFO is read into a register slice whatever the frame's state; the frame
-        # gate below acts on the slice's output. So the FIFO's read enable is the
-        # slice's registered ready, not the gate's logic (that chain into the read
-        # address and the LUT RAM was the Colorlight core clock's worst path, 8.6 ns).
-        m.submodules.read_slice = rs = DomainRenamer(self._r)(SkidBuffer(layout))
-        m.d.comb += [rs.s.valid.eq(fifo.r_rdy), rs.s.payload.eq(fifo.r_data), fifo.r_en.eq(rs.s.ready)]
+        # The FIFO's r_rdy and r_data are registers and its r_en only loads its output
+        # registers, so the frame gate below acts on the FIFO directly.
         word_out = Signal(layout)
         full = Signal()
-        m.d.comb += word_out.eq(rs.m.payload)
-        # Registered (one clock stale): only decides when an over-long frame may start.
-        rd += full.eq(fifo.r_level == fifo.depth)
+        m.d.comb += word_out.eq(fifo.r_data)
+        # Registered (stale): only decides when an over-long frame may start. The FIFO
+        # holds at least `depth` words only when the frame is longer than the FIFO: its
+        # writer stops with depth - 1 or depth words in the memory and three after it.
+        rd += full.eq(fifo.r_level >= fifo.depth)
         # A token is there, registered: tokens leave only by the read below, so "one was
         # there and none was read" still holds a clock later (arrivals show one clock
-        # late). The token FIFO's pointer compare went straight into the gate's fanout.
+        # late).
         have_token = Signal()
         rd += have_token.eq(tokens.r_rdy & ~tokens.r_en)
         release = Signal()
         m.d.comb += release.eq(~start | (~owe_token & (have_token | full)))
         m.d.comb += [
-            self.o.valid.eq(rs.m.valid & release),
+            self.o.valid.eq(fifo.r_rdy & release),
             self.o.payload.eq(word_out),
-            rs.m.ready.eq(self.o.ready & release),
+            fifo.r_en.eq(self.o.ready & release),
         ]
         with m.If(self.o.valid & self.o.ready):
             rd += start.eq(word_out.last)

@@ -13,6 +13,10 @@ RESP_OKAY = 0b00
 RESP_SLVERR = 0b10  # the address is mapped but refuses the access (write to RO)
 RESP_DECERR = 0b11  # nothing is mapped at the address
 
+# Address bits each read stage multiplexes on: 8 words in the first (its inputs are the
+# live values, some of them sums or table reads in their blocks), 16 groups after.
+_FIRST_SEL_BITS, _SEL_BITS = 3, 4
+
 
 def port_name(block, register):
     """The bank's port for ``block.register``: ``<block>_<register>``."""
@@ -69,12 +73,18 @@ class AXI4LiteRegisterBank(wiring.Component):
       committed).
 
     Timing: AW and W are each registered at their handshake (``awready``/``wready`` low
-    while one is held); in the clock after both are held and no response is pending,
-    the write takes effect and ``bvalid`` rises (registered). A read's address is
-    registered at its AR handshake; the next clock registers the addressed word of each
-    block, the one after picks the block and registers ``rdata`` with ``rvalid``. So a
-    write whose AW and W arrive together is answered two clocks later, a read three.
-    One write and one read are in flight at a time; the two channels are independent.
+    while one is held); the clock after the AW handshake looks the response up from the
+    held address; in the clock after that, once W is held and no response is pending,
+    the write takes effect and ``bvalid`` rises (registered). So a write whose AW and W
+    arrive together is answered three clocks later. A read's address is registered at
+    its AR handshake and held until its response has gone; the read then goes through
+    registered stages, each a multiplexer on address bits of its own: an 8-to-1 on bits
+    4:2 (it samples the live values), then 16-to-1s on four bits each, the last
+    registering ``rdata`` and ``rresp`` with ``rvalid``. So ``rvalid`` rises
+    ``2 + ceil((addr_width - 5) / 4)`` clocks after the AR handshake: four for a map of
+    2 to 8 KB (the leaf's 1344 bytes take 11 address bits). ``arready`` is low from the
+    AR handshake until the R handshake. One write and one read are in flight at a time;
+    the two channels are independent.
     """
 
     def __init__(self, regmap, addr_width=None):
@@ -162,8 +172,18 @@ class AXI4LiteRegisterBank(wiring.Component):
         with m.If(bvalid & self.s_axil_bready):
             m.d.sync += bvalid.eq(0)
 
+        # The response is looked up from the held address in the clock after the AW
+        # handshake (aw_dec), a tree on the address bits instead of a decode of every
+        # word into bresp (8 LUT levels); the write waits for it.
+        aw_dec = Signal()
+        aw_resp = Signal(2)
+        resp = {}
+        for addr, (blk, reg, i, w) in self.regmap.words().items():
+            resp[addr // WORD_BYTES] = C(RESP_SLVERR if reg.access == Access.RO else RESP_OKAY, 2)
+        m.d.sync += aw_resp.eq(_mux_tree(resp, aw_addr, 2, RESP_DECERR))
         do_write = Signal()
-        m.d.comb += do_write.eq(aw_full & w_full & ~bvalid)
+        m.d.comb += do_write.eq(aw_dec & w_full & ~bvalid)
+        m.d.sync += aw_dec.eq(aw_full & ~do_write)
         bmask = Cat(*(b.replicate(8) for b in w_strb))
         word_sel = aw_addr
 
@@ -183,14 +203,12 @@ class AXI4LiteRegisterBank(wiring.Component):
                     m.d.sync += _elems(getattr(self, f"{name}_written"), reg)[i].eq(0)
 
         with m.If(do_write):
-            m.d.sync += [bvalid.eq(1), aw_full.eq(0), w_full.eq(0), self.s_axil_bresp.eq(RESP_DECERR)]
+            m.d.sync += [bvalid.eq(1), aw_full.eq(0), w_full.eq(0), self.s_axil_bresp.eq(aw_resp)]
             with m.Switch(word_sel):
                 for addr, (blk, reg, i, w) in self.regmap.words().items():
                     with m.Case(addr // WORD_BYTES):
                         if reg.access == Access.RO:
-                            m.d.sync += self.s_axil_bresp.eq(RESP_SLVERR)
                             continue
-                        m.d.sync += self.s_axil_bresp.eq(RESP_OKAY)
                         if reg.access == Access.W1C:
                             m.d.comb += clears[(blk.name, reg.name, i)].eq((w_data & bmask)[: reg.width])
                         else:
@@ -214,72 +232,78 @@ class AXI4LiteRegisterBank(wiring.Component):
             m.d.sync += _elems(getattr(self, f"{name}_written"), reg)[i].eq(1)
 
     def _read_side(self, m, snapshots):
-        # Three clocks: the AR handshake registers the address; stage 1 registers, per
-        # block, the addressed word of that block (and, for the low word of a 64-bit
-        # register, its high word, so both are from the same clock); stage 2 picks the
-        # block and registers rdata (and the snapshot of the high word).
-        ar_full, s1 = Signal(), Signal()
-        ar_addr = Signal(self.addr_width - 2)  # word address
+        # The AR handshake registers the word address, which then stays put until the
+        # response has gone (arready is low meanwhile). Each stage after it is a
+        # registered multiplexer on address bits of its own: stage 1 picks the word
+        # within every aligned group of 8 (sampling the live values, and the
+        # high words of the wide register addressed, in one clock), each later stage
+        # picks one of 16 groups, the last registers rdata and rresp with rvalid.
+        # Unmapped words are constant 0 with a 0 ``mapped`` bit, which rides along.
+        # (A decode of every word of a block into one register was 10 LUT levels.)
+        abits = self.addr_width - 2
+        ar_addr = Signal(abits)  # word address
+        busy = Signal()  # a read is in flight, from AR to R handshake
         rvalid = self.s_axil_rvalid
-        m.d.comb += self.s_axil_arready.eq(~ar_full & ~s1 & ~rvalid)
-        m.d.sync += s1.eq(ar_full)
-        with m.If(ar_full):
-            m.d.sync += ar_full.eq(0)
+        splits = [0, min(abits, _FIRST_SEL_BITS)]
+        while splits[-1] < abits:
+            splits.append(min(abits, splits[-1] + _SEL_BITS))
+        n_stages = len(splits) - 1
+        token = Signal(n_stages)  # token[k]: stage k + 1 registers in this clock
+        m.d.comb += self.s_axil_arready.eq(~busy)
+        m.d.sync += token.eq(token << 1)
         with m.If(self.s_axil_arvalid & self.s_axil_arready):
-            m.d.sync += [ar_full.eq(1), ar_addr.eq(self.s_axil_araddr[2:])]
+            m.d.sync += [busy.eq(1), token[0].eq(1), ar_addr.eq(self.s_axil_araddr[2:])]
         with m.If(rvalid & self.s_axil_rready):
-            m.d.sync += rvalid.eq(0)
+            m.d.sync += [rvalid.eq(0), busy.eq(0)]
 
-        words = self.regmap.words()
-        n_words = self.regmap.size // WORD_BYTES
-        index_bits = max(1, (n_words - 1).bit_length())
-        mapped_mask = sum(1 << (a // WORD_BYTES) for a in words)
-        mapped = Signal()
-        m.d.sync += mapped.eq(
-            (ar_addr < n_words) & C(mapped_mask, n_words).bit_select(ar_addr[:index_bits], 1)
-        )
+        # Leaves: 32 data bits and the mapped bit of every mapped word.
+        level = {}
+        for addr, (blk, reg, i, w) in self.regmap.words().items():
+            if w == 0:
+                value = self._value(blk, reg, i)[:32]
+                if reg.words > 1:  # reading the low word snapshots the others
+                    snap = snapshots[(blk.name, reg.name, i)]
+                    with m.If(token[0] & (ar_addr == addr // WORD_BYTES)):
+                        m.d.sync += snap.eq(self._value(blk, reg, i)[32:])
+            else:
+                value = snapshots[(blk.name, reg.name, i)][32 * (w - 1) : 32 * w]
+            level[addr // WORD_BYTES] = Cat(value, C(0, 32 - len(value)), C(1, 1))
 
-        lows, highs = {}, {}
-        for blk in self.regmap.blocks:
-            lo = lows[blk.name] = Signal(32, name=f"{blk.name}_rd")
-            wide = [r for r in blk.registers if r.words > 1]
-            hi = highs[blk.name] = (
-                Signal(max(r.width for r in wide) - 32, name=f"{blk.name}_rd_hi") if wide else None
-            )
-            off_bits = max(1, (blk.size // WORD_BYTES - 1).bit_length())
-            with m.Switch(ar_addr[:off_bits]):
-                for addr, (b, reg, i, w) in words.items():
-                    if b is not blk:
-                        continue
-                    with m.Case((addr - blk.base) // WORD_BYTES):
-                        if w == 0:
-                            value = self._value(blk, reg, i)
-                            m.d.sync += lo.eq(value[:32])
-                            if reg.words > 1:
-                                m.d.sync += hi.eq(value[32:])
-                        else:
-                            m.d.sync += lo.eq(snapshots[(blk.name, reg.name, i)])
-                with m.Default():
-                    m.d.sync += lo.eq(0)
-
-        with m.If(s1):
+        for stage in range(n_stages):
+            sel = ar_addr[splits[stage] : splits[stage + 1]]
+            n = len(sel)
+            groups = {}
+            for index, value in level.items():
+                groups.setdefault(index >> n, {})[index & ((1 << n) - 1)] = value
+            if stage == n_stages - 1:
+                break
+            level = {}
+            for g, members in groups.items():
+                reg = level[g] = Signal(33, name=f"rd_s{stage + 1}_{g}")
+                m.d.sync += reg.eq(_mux_tree(members, sel))
+        last = Signal(33)
+        m.d.comb += last.eq(_mux_tree(groups.get(0, {}), sel))
+        with m.If(token[n_stages - 1]):
             m.d.sync += [
                 rvalid.eq(1),
-                self.s_axil_rresp.eq(Mux(mapped, RESP_OKAY, RESP_DECERR)),
-                self.s_axil_rdata.eq(0),
+                self.s_axil_rdata.eq(last[:32]),
+                self.s_axil_rresp.eq(Mux(last[32], RESP_OKAY, RESP_DECERR)),
             ]
-            with m.Switch(ar_addr):
-                for blk in self.regmap.blocks:
-                    with m.Case(self._block_pattern(blk)):
-                        m.d.sync += self.s_axil_rdata.eq(Mux(mapped, lows[blk.name], 0))
-                        for addr, (b, reg, i, w) in words.items():
-                            if b is blk and w == 0 and reg.words > 1:
-                                with m.If(ar_addr == addr // WORD_BYTES):
-                                    m.d.sync += snapshots[(blk.name, reg.name, i)].eq(highs[blk.name])
 
-    def _block_pattern(self, blk):
-        """A Case pattern (MSB first) matching every word address of ``blk``'s window."""
-        bits = self.addr_width - 2
-        low = (blk.size // WORD_BYTES - 1).bit_length()
-        high = format((blk.base // WORD_BYTES) >> low, f"0{bits - low}b") if bits > low else ""
-        return high + "-" * low
+
+def _mux_tree(values, sel, width=33, missing=0):
+    """``values[sel]`` as a binary tree of 2-to-1 multiplexers on the bits of ``sel``
+    (``values``: index -> value of ``width`` bits; a missing index is ``missing``)."""
+    absent = C(missing, width)
+
+    def tree(lo, bits):
+        if bits == 0:
+            return values.get(lo)
+        half = 1 << (bits - 1)
+        a, b = tree(lo, bits - 1), tree(lo + half, bits - 1)
+        if a is None and b is None:
+            return None
+        return Mux(sel[bits - 1], absent if b is None else b, absent if a is None else a)
+
+    out = tree(0, len(sel))
+    return absent if out is None else out
