@@ -270,22 +270,23 @@ class ContainerSprayer(wiring.Component):
 
         # Header field values of the packet starting now (first beat) / in progress.
         new_first = ~in_cont
-        cur_first = Mux(start_data, new_first, f_first)
         cur_last = Mux(start_data, meta.payload.last, f_last)
-        cur_seq = Mux(start_data, Mux(new_first, st.r0_data, c_seq), f_seq)
-        cur_len = Mux(start_data, meta.payload.len, f_len)
-        cur_dgsq = Mux(start_data, Mux(new_first, meta.payload.dgsq, c_dgsq), f_dgsq)
-        cur_dst = Mux(start_data, Mux(new_first, meta.payload.dst_node, c_dst), f_dst)
-        cur_ttl = Mux(start_data, Mux(new_first, meta.payload.ttl, c_ttl), f_ttl)
+        new_f = {
+            "seq": Mux(new_first, st.r0_data, c_seq),
+            "len": meta.payload.len,
+            "dgsq": Mux(new_first, meta.payload.dgsq, c_dgsq),
+            "dst_node": Mux(new_first, meta.payload.dst_node, c_dst),
+            "ttl": Mux(new_first, meta.payload.ttl, c_ttl),
+        }
         with m.If(start_data):
             m.d.sync += [
                 f_first.eq(new_first),
                 f_last.eq(meta.payload.last),
-                f_seq.eq(cur_seq),
-                f_len.eq(cur_len),
-                f_dgsq.eq(cur_dgsq),
-                f_ttl.eq(cur_ttl),
-                f_dst.eq(cur_dst),
+                f_seq.eq(new_f["seq"]),
+                f_len.eq(new_f["len"]),
+                f_dgsq.eq(new_f["dgsq"]),
+                f_ttl.eq(new_f["ttl"]),
+                f_dst.eq(new_f["dst_node"]),
             ]
             with m.If(new_first):
                 m.d.sync += [
@@ -310,19 +311,28 @@ class ContainerSprayer(wiring.Component):
         in_flags = Signal(8)
         fb = ETH_HEADER_BYTES + FLAGS_OFFSET
         m.d.comb += in_flags.eq(s.payload.data[8 * (fb % B) : 8 * (fb % B) + 8])
-        out_data = _stamp(
+        # the first beat of a packet starting now, and a beat of the packet in progress,
+        # each stamped from registers; the start decision only picks one
+        out_start = _stamp(
             s.payload.data,
-            cur_beat,
+            Const(0, len(beat)),
+            B,
+            {"flags": Cat(new_first, meta.payload.last, in_flags[2], Const(0, 5)), **new_f},
+        )
+        out_cont = _stamp(
+            s.payload.data,
+            bcur,
             B,
             {
-                "flags": Cat(cur_first, cur_last, in_flags[2], Const(0, 5)),
-                "dst_node": cur_dst,
-                "ttl": cur_ttl,
-                "seq": cur_seq,
-                "len": cur_len,
-                "dgsq": cur_dgsq,
+                "flags": Cat(f_first, f_last, in_flags[2], Const(0, 5)),
+                "dst_node": f_dst,
+                "ttl": f_ttl,
+                "seq": f_seq,
+                "len": f_len,
+                "dgsq": f_dgsq,
             },
         )
+        out_data = Mux(start_data, out_start, out_cont)
         assert GSEFlags.FIRST.value == 1 and GSEFlags.LAST.value == 2 and GSEFlags.CE.value == 4
 
         with m.If(take_data | take_ctrl):
@@ -348,20 +358,26 @@ class ContainerSprayer(wiring.Component):
 
         # Accounting (counters, least-loaded byte loads) one clock behind, from
         # registers: keeps the uplinks' tready off the adders' paths.
-        keep = Mux(take_ctrl, c.payload.keep, s.payload.keep)
-        acc = self._counters(m, keep, take_data | take_ctrl, take_data, up_now, cont_start, choice)
+        acc = self._counters(
+            m, (c, s), take_data | take_ctrl, take_data, take_ctrl, up_now, cont_start, choice
+        )
         self._loads(m, acc, choice_ok, min_load, healthy, healthy_prev, load)
         return m
 
-    def _counters(self, m, keep, take, take_data, up_now, cont_start, choice):
+    def _counters(self, m, streams, take, take_data, take_ctrl, up_now, cont_start, choice):
         """``stat_bytes`` and ``stat_containers`` per uplink, a clock after the beat
-        (``take``: a beat moves to the output register, ``take_data``: a data beat, on
-        uplink ``up_now``; ``cont_start``: a container starts on ``choice``). Returns the
-        registered data beat ``(valid, uplink, bytes)`` for the loads."""
+        (``take``: a beat of ``streams`` (control, data) moves to the output register,
+        ``take_data``: a data beat, ``take_ctrl``: a control beat, on uplink ``up_now``;
+        ``cont_start``: a container starts on ``choice``). Returns the registered data
+        beat ``(valid, uplink, bytes)`` for the loads."""
         U, B = self.uplinks, self.data_width // 8
         ubits = max(1, (U - 1).bit_length())
-        nbytes = Signal(range(B + 1))
-        m.d.comb += nbytes.eq(sum(keep[k] for k in range(B)))
+        # each stream's byte count from its registered keep, then the one taken (the
+        # count does not wait for the pick)
+        ncs = [Signal(range(B + 1), name=f"nbytes_{n}") for n in ("ctrl", "data")]
+        for n, st in zip(ncs, streams):
+            m.d.comb += n.eq(sum(st.payload.keep[k] for k in range(B)))
+        nbytes = Mux(take_ctrl, ncs[0], ncs[1])
         acc_v, acc_data, acc_up, acc_n = Signal(), Signal(), Signal(ubits), Signal(range(B + 1))
         acc_cont, acc_cont_up = Signal(), Signal(ubits)
         m.d.sync += [

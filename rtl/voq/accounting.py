@@ -30,7 +30,8 @@ Interface:
   ``enq_pkts`` (commits applied).
 * ``check_fail`` out: high in a cycle an accounting check fails (an event would make a
   count negative, a queue row is inconsistent, or ``free + queued + deq != cells`` /
-  ``free == 0`` / ``free - 1 < deficit``); the buffer keeps the sticky flag.
+  ``free == 0`` / ``free - 1 < deficit``, these a clock late); the buffer keeps the
+  sticky flag.
 """
 
 from types import SimpleNamespace
@@ -230,8 +231,12 @@ class VOQAccounting(wiring.Component):
                     with m.Case(EV_FREE):
                         self._apply_free(m, st)
 
-        # Standing invariants, checked every cycle.
-        with m.If(((F + queued + deq_cells)[: cnw + 1] != N) | (F == 0) | (F - 1 < D)):
+        # Standing invariants, checked every cycle on the state of the clock before
+        # (the sums and compares registered: no carry chain reaches the sticky flag).
+        inv_sum = Signal(cnw + 1, init=N)
+        inv_low = Signal()
+        m.d.sync += [inv_sum.eq(F + queued + deq_cells), inv_low.eq((F == 0) | (F - 1 < D))]
+        with m.If((inv_sum != N) | inv_low):
             m.d.comb += fail.eq(1)
         return m
 

@@ -80,7 +80,10 @@ class VOQEmitter(wiring.Component):
         x_pkt_head = Signal(cw)
         x_pkt_cells = Signal(cnw)
         m1_v, m1_last, m1_kc, m1_rel, m1_ph = (Signal(), Signal(), Signal(max(1, lbpb)), Signal(), Signal())
-        can_issue = (out_fifo.w_level + m1_v) < OUT_DEPTH
+        # beats in the FIFO or on their way (w_level + m1_v), kept as a register of its
+        # own: the FIFO's level logic does not precede the issue decision
+        n_out = Signal(range(OUT_DEPTH + 2))
+        can_issue = n_out < OUT_DEPTH
         x_done = Signal()  # the loaded descriptor is finished
         issue = Signal()
         final = x_b == x.lidx
@@ -122,6 +125,9 @@ class VOQEmitter(wiring.Component):
         with m.If(~x_v | x_done):
             m.d.comb += self.s_cell.ready.eq(1)
             m.d.sync += [x_v.eq(self.s_cell.valid), x.as_value().eq(self.s_cell.payload.as_value())]
+        # m1_v's next value: set in the branches above (the sync statements), as comb
+        m1_next = x_v & can_issue & (x.nodata | ~(need_free & f_pend))
+        m.d.sync += n_out.eq(n_out + m1_next - (out_fifo.r_en & out_fifo.r_rdy))
         out_w = data.View(out_l, out_fifo.w_data)
         m.d.comb += [
             out_fifo.w_en.eq(m1_v),

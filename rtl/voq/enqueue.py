@@ -23,7 +23,8 @@ Interface:
 * Tables: ``cell_w`` (packet data), ``pkt_w`` (length and tenant at a packet's first
   cell), ``link_rd`` (the next free cell), ``qcnt_rd`` (the queue's occupancy).
 * ``enq_cells`` out: cells the packet being written occupies (0 when none or dropping);
-  ``drops`` out: packets dropped per reason (``DROP_REASONS`` order, wrapping);
+  ``drops`` out: packets dropped per reason (``DROP_REASONS`` order, wrapping; a
+  clock after the drop);
   ``check_fail`` out: the queue row read for admission is inconsistent.
 
 Timing: a packet of >= 8 beats goes in at 1 beat per clock when a cell holds >= 4
@@ -96,6 +97,7 @@ class VOQEnqueue(wiring.Component):
         for i in range(BPB):
             with m.If(beat.keep[i]):
                 m.d.comb += kcount.eq(i + 1)
+        knone = ~beat.keep.any()  # kcount == 0, without the encoder
 
         fhead = Signal(cw, init=0)  # free list head
         c_pend = Signal()  # the commit posted, not yet applied
@@ -229,9 +231,9 @@ class VOQEnqueue(wiring.Component):
                 e_link_pend.eq(0),
                 e_active.eq(~beat.last),
                 e_fin.eq(beat.last),
-                e_fin_bad.eq(beat.user[0] | (kcount == 0)),
+                e_fin_bad.eq(beat.user[0] | knone),
                 e_fin_len.eq(kcount),
-                e_empty.eq(beat.last & (kcount == 0)),
+                e_empty.eq(beat.last & knone),
             ]
         with m.Elif(e_active & self.s_axis.valid):
             with m.If(~beat.last):
@@ -252,9 +254,9 @@ class VOQEnqueue(wiring.Component):
                     wr_en.eq(~e_drop),
                     wr_cell.eq(e_cur),
                     wr_beat.eq(e_beat),
-                    fin_bad.eq(beat.user[0] | (kcount == 0)),
+                    fin_bad.eq(beat.user[0] | knone),
                     fin_len.eq(e_len + kcount),
-                    fin_empty.eq(e_empty & (kcount == 0)),
+                    fin_empty.eq(e_empty & knone),
                 ]
                 m.d.sync += [e_active.eq(0), e_fin.eq(1), e_fin_bad.eq(fin_bad), e_fin_len.eq(fin_len)]
                 m.d.sync += e_empty.eq(fin_empty)
@@ -347,8 +349,10 @@ class VOQEnqueue(wiring.Component):
             self.m_drop.payload.queue.eq(st.e_q),
             self.m_drop.payload.tenant.eq(st.e_t),
         ]
-        with m.If(st.drop_post):
-            with m.Switch(st.drop_reason):
-                for i in range(len(DROP_REASONS)):
-                    with m.Case(i):
-                        m.d.sync += self.drops[i].eq(self.drops[i] + 1)
+        # the drop counters a clock later, from a registered one-hot strobe (the end of
+        # the packet's beat logic does not reach their enables)
+        inc = Signal(len(DROP_REASONS))
+        m.d.sync += inc.eq(Mux(st.drop_post, 1 << st.drop_reason, 0))
+        for i in range(len(DROP_REASONS)):
+            with m.If(inc[i]):
+                m.d.sync += self.drops[i].eq(self.drops[i] + 1)

@@ -92,12 +92,17 @@ class VOQWalker(wiring.Component):
         w_sent_u = Signal(g.bw - lcu)  # credit used so far, in credit units
         w_sent_p = Signal(cnw)
         w_r_link = Signal(cw)
-        w_snap_bytes, w_snap_cells = Signal(lw), Signal(cnw)
         w_c_lastpkt = Signal()
         w_c_len, w_c_ten, w_c_newu = Signal(lw), Signal(g.tw), Signal(g.bw - lcu)
         w_c_lm1 = Signal(g.lcellb)  # (len - 1) mod cell_bytes: last beat, keep
         w_c_rem, w_c_last, w_c_cells = Signal(cnw), Signal(), Signal(cnw)
         w_r_pkt = data.View(pkt_l, Signal(pkt_l.size))
+        # SNAP1's tests, registered for SNAP2 (no compare before its outputs' valid)
+        w_credit_zero, w_none, w_bad = Signal(), Signal(), Signal()
+        # the credit in whole units, rounded up (new_b >= credit <=> new_u >= this), and
+        # CALC's test of it, registered for PUSH (no compare before its outputs' valid)
+        w_credit_u = Signal(g.credit_width - lcu + 1)
+        w_c_full = Signal()
 
         wq_addr, wc_addr = self.qhead_rd.addr, self.qcnt_rd.addr
         m.d.comb += [self.pkt_rd.addr.eq(w_cur), self.link_rd.addr.eq(w_cur)]
@@ -116,6 +121,7 @@ class VOQWalker(wiring.Component):
                     m.d.sync += [
                         w_q.eq(s_deq.payload.queue),
                         w_credit.eq(Mux(credit > g.max_credit, g.max_credit, credit)),
+                        w_credit_zero.eq(credit == 0),
                     ]
                     m.next = "SNAP1"
             with m.State("SNAP1"):
@@ -126,15 +132,19 @@ class VOQWalker(wiring.Component):
                     w_pstart.eq(1),
                     w_sent_u.eq(0),
                     w_sent_p.eq(0),
-                    w_snap_bytes.eq(wc_view.bytes),
-                    w_snap_cells.eq(wc_view.cells),
+                    w_none.eq((wc_view.pkts == 0) | w_credit_zero),
+                    w_credit_u.eq(w_credit[lcu:] + w_credit[:lcu].any()),
+                    # a queue is empty in packets, bytes and cells at once, or in none
+                    w_bad.eq(
+                        ((wc_view.pkts == 0) != (wc_view.cells == 0))
+                        | ((wc_view.pkts == 0) != (wc_view.bytes == 0))
+                    ),
                 ]
                 m.next = "SNAP2"
             with m.State("SNAP2"):
-                # a queue is empty in packets, bytes and cells at once, or in none
-                with m.If(((w_p == 0) != (w_snap_cells == 0)) | ((w_p == 0) != (w_snap_bytes == 0))):
+                with m.If(w_bad):
                     m.d.comb += self.check_fail.eq(1)
-                with m.If((w_p == 0) | (w_credit == 0)):
+                with m.If(w_none):
                     with m.If(desc_rdy):
                         m.d.comb += [
                             self.m_cell.valid.eq(1),
@@ -162,13 +172,16 @@ class VOQWalker(wiring.Component):
                 m.d.comb += c_lm1.eq(c_len - 1)
                 c_rem_first = c_lm1 >> g.lcellb
                 c_rem = Mux(w_pstart, c_rem_first, w_rem)
+                c_newu = Signal(g.bw - lcu)
+                m.d.comb += c_newu.eq(w_sent_u + c_len[lcu:] + c_len[:lcu].any())
                 m.d.sync += [
                     w_c_len.eq(c_len),
                     w_c_lm1.eq(c_lm1[: g.lcellb]),
                     w_c_ten.eq(Mux(w_pstart, w_r_pkt.tenant, w_ten)),
                     # credit used, in units: + the length rounded up, as one carry
                     # chain (the round-up is its carry-in)
-                    w_c_newu.eq(w_sent_u + c_len[lcu:] + c_len[:lcu].any()),
+                    w_c_newu.eq(c_newu),
+                    w_c_full.eq(c_newu >= w_credit_u),
                     w_c_rem.eq(c_rem),
                     w_c_last.eq(c_rem == 0),
                     w_c_cells.eq(Mux(w_pstart, c_rem_first + 1, w_cells)),
@@ -180,7 +193,7 @@ class VOQWalker(wiring.Component):
                 new_u = w_c_newu
                 new_b = Cat(Const(0, lcu), new_u)  # credit used, bytes
                 new_p = w_sent_p + 1
-                rel_end = is_last & ((new_b >= w_credit) | w_c_lastpkt)
+                rel_end = is_last & (w_c_full | w_c_lastpkt)
                 m.d.comb += [
                     self.m_cell.valid.eq(1),
                     desc_w.cell.eq(w_cur),
@@ -199,7 +212,7 @@ class VOQWalker(wiring.Component):
                         self.m_pkt.valid.eq(1),
                         pkt_w.queue.eq(w_q),
                         pkt_w.len.eq(w_c_len),
-                        pkt_w.last.eq((new_b >= w_credit) | w_c_lastpkt),
+                        pkt_w.last.eq(w_c_full | w_c_lastpkt),
                     ]
                 with m.If(is_last):
                     m.d.sync += [

@@ -10,12 +10,6 @@ from .layouts import LOG_CREDIT_UNIT, calc_layout, context_layout, operand_layou
 __all__ = ["ContextCalc"]
 
 
-def _chunks_equal(a, b, width=2):
-    """Equality of ``a`` and ``b`` per ``width``-bit chunk (one LUT4 each): the vector is
-    registered and ANDed one stage later."""
-    return Cat(a[i : i + width] == b[i : i + width] for i in range(0, len(a), width))
-
-
 class ContextCalc(wiring.Component):
     """Every adder and comparator the WRITE decisions need, on the memory's read data.
 
@@ -68,23 +62,45 @@ class ContextCalc(wiring.Component):
         # data is still in the backlog but no longer demand the arbiter should grant.
         granted = Mux(cur.bal_pg[-1], 0, cur.bal_pg)
         ungranted_r = cur.backlog + (CREDIT_UNIT_BYTES - 1) - granted  # signed
+        valid_q = self.valid.bit_select(self.q_sel, 1) | self.fresh
+        # WRITE's release decisions, whole (WRITE only combines them with the kind)
+        r_neg_d = (cur.balance - op.rel_bytes)[-1]
+        r_next_pos_d = Mux(r_neg_d, r_a_pos_d, cur.pg != 0)
+        p_nb = Signal(25)
+        p_thr = Signal(17)
+        p_lim = Signal(26)
+        npg_m1 = Signal(4)
+        r_zero = Signal()
+        m.d.comb += [
+            p_nb.eq(cur.backlog + Cat(C(0, LCU), op.pkt_cu)),
+            p_thr.eq(cur.view + (CU - 1)),
+            p_lim.eq(Cat(C(0, LCU), p_thr) + granted),
+            npg_m1.eq(Mux(cur.npg == 0, 0, cur.npg - 1)),
+            r_zero.eq(op.rel_bytes == 0),
+        ]
         with m.If(self.en):
             m.d.sync += [
                 res.qoh.eq(Cat(self.q_dec == i for i in range(n))),
-                res.valid_q.eq(self.valid.bit_select(self.q_sel, 1) | self.fresh),
+                res.valid_q.eq(valid_q),
                 res.pend_q.eq(self.pending.bit_select(self.q_sel, 1)),
                 self.c.eq(cur),
-                res.p_nb.eq(cur.backlog + Cat(C(0, LCU), op.pkt_cu)),
-                res.p_thr.eq(cur.view + (CU - 1)),
-                res.p_lim.eq(Cat(C(0, LCU), cur.view + (CU - 1)) + granted),
+                res.p_nb.eq(p_nb),
+                res.p_thr_ok.eq(~p_thr[16] & (p_thr[:16] != 0xFFFF)),
+                res.p_gt.eq((p_lim - p_nb)[-1]),
                 res.r_diff.eq(cur.backlog - op.rel_bytes),
                 res.r_gt.eq(r_gt_d),
-                res.r_neg.eq((cur.balance - op.rel_bytes)[-1]),
+                res.r_neg.eq(r_neg_d),
                 res.r_a.eq(cur.bal_pg - op.rel_bytes),
                 res.r_a_pos.eq(r_a_pos_d),
                 res.pg_nz.eq(cur.pg != 0),
-                res.r_zero.eq(op.rel_bytes == 0),
-                res.npg_m1.eq(Mux(cur.npg == 0, 0, cur.npg - 1)),
+                res.r_zero.eq(r_zero),
+                res.npg_m1.eq(npg_m1),
+                res.v_big.eq(cur.voids + r_zero),
+                res.v_all.eq(cur.voids + npg_m1 + r_zero),
+                res.v_none.eq(cur.voids + cur.npg + r_zero),
+                res.v_inc.eq(cur.voids + 1),
+                res.npg_nz.eq(cur.npg != 0),
+                res.npg_m1_nz.eq(cur.npg[1:] != 0),
                 res.r_a_rem.eq(cur.bal_pg - op.rel_bytes - CUB),
                 res.r_a_big.eq(r_a_big_d),
                 res.pg_rem.eq(cur.pg - CUB),
@@ -93,12 +109,15 @@ class ContextCalc(wiring.Component):
                 res.g_balpg.eq(cur.bal_pg + (op.g_len << 6)),
                 res.g_credit.eq(cur.balance + (op.g_len << 6)),
                 res.g_pos.eq(g_pos_d),
+                res.g_rel.eq(g_pos_d & cur.nz & ~cur.rel_pending),
+                res.r_next_pos.eq(r_next_pos_d),
+                res.r_big.eq(Mux(r_neg_d, r_a_big_d, cur.pg > CUB)),
+                res.rel_next.eq(r_next_pos_d & r_gt_d),
                 res.g_vdiff.eq(cur.view - op.g_len),
                 # seq - ack in 1..32767: after ack; else (0, or "negative") not after it
                 res.g_older.eq((op.g_seq == cur.ack) | (op.g_seq - cur.ack)[15]),
-                res.g_keq.eq(
-                    Cat(_chunks_equal(cur.dst_node, op.g_src_node), _chunks_equal(cur.port, op.g_port))
-                ),
+                # GRANT accepted: type and id range, a live context, the key matches
+                res.g_ok.eq(op.g_pre & valid_q & (cur.dst_node == op.g_src_node) & (cur.port == op.g_port)),
                 res.u_sum.eq(ungranted_r[LCU : LCU + 20]),
                 res.e_req.eq(now - cur.ts_req),
                 res.e_grant.eq(now - cur.ts_grant),

@@ -24,10 +24,11 @@ class ContextCAM(wiring.Component):
     ``offered`` (``s_pkt`` valid and not taken this clock) in; ``hit`` (the key has a
     live context ``q``), ``new`` (it has none and ``q`` is the lowest free one),
     ``q`` and ``current`` (``hit``/``new``/``q`` describe the packet on offer: take it
-    only then) out. ``accept`` (the engine's ACCEPT clock) latches the free context the
-    packet would get; ``alloc`` (CALC of a packet that took it) writes ``alloc_key``
-    into it and makes it live; ``free`` makes the contexts of one-hot ``free_oh``
-    free. ``valid`` is the live set (a bit per context), ``used`` how many are live.
+    only then) out; ``go`` = ``current & (hit | new)`` (from a register). ``accept``
+    (the engine's ACCEPT clock) latches the free context the packet would get;
+    ``alloc`` (CALC of a packet that took it) writes ``alloc_key`` into it and makes it
+    live; ``free`` makes the contexts of one-hot ``free_oh`` free. ``valid`` is the live
+    set (a bit per context), ``used`` how many are live.
 
     Timing: the CAM compare of ``key`` is registered, the candidate (hit: its context;
     else the lowest free one) registered once more, so ``hit``/``new``/``q`` describe
@@ -51,6 +52,7 @@ class ContextCAM(wiring.Component):
                 "new": Out(1),
                 "q": Out(qb),
                 "current": Out(1),
+                "go": Out(1),
                 "accept": In(1),
                 "alloc": In(1),
                 "alloc_key": In(key_layout()),
@@ -100,6 +102,14 @@ class ContextCAM(wiring.Component):
         cam_hold = Signal(2)  # packets wait: a key entered or a context was freed
         m.d.sync += cam_hold.eq(Cat(self.free | self.alloc, cam_hold[0]))
         m.d.comb += self.current.eq(pk_seen.all() & ~self.free & ~cam_hold.any())
+        # current & (hit | new), from a register: the same terms a clock ahead (the
+        # free of this clock aside), so the engine's pick of the packet, and the context
+        # memory's read address, see one flag instead of the CAM's pipeline
+        go_r = Signal()
+        m.d.sync += go_r.eq(
+            self.offered & pk_seen[0] & ~(self.free | self.alloc) & ~cam_hold[0] & (hit | free_oh.any())
+        )
+        m.d.comb += self.go.eq(go_r & ~self.free)
 
         with m.If(self.accept):
             m.d.sync += alloc_oh.eq(pk_free_oh)

@@ -91,8 +91,8 @@ class ContextWrite(wiring.Component):
         r_rel = Signal(signed(26))
         m.d.comb += [
             r_next.eq(Mux(res.r_neg, res.r_a, c.pg)),
-            r_next_pos.eq(Mux(res.r_neg, res.r_a_pos, res.pg_nz)),
-            r_big.eq(Mux(res.r_neg, res.r_a_big, res.pg_big)),
+            r_next_pos.eq(res.r_next_pos),
+            r_big.eq(res.r_big),
             r_rel.eq(Mux(r_big, self.container_units << LOG_CREDIT_UNIT, r_next)),
         ]
         return r_next, r_next_pos, r_big, r_rel
@@ -138,8 +138,8 @@ class ContextWrite(wiring.Component):
         set_pend, clr_pend = fx["set_pend"], fx["clr_pend"]
         r_next, r_next_pos, r_big, r_rel = self._after_report(m)
         voids = Signal(5)  # void GRANTs this event decided (a REQUEST reports them)
-        g_ok = Signal()
-        m.d.comb += g_ok.eq(op.g_pre & valid_q & res.g_keq.all())
+        voids_nz = Signal()  # voids != 0, without the adder
+        g_ok = res.g_ok
         # REQ: any live context, also while a release is out (its backlog figure leaves
         # out the credit granted and not yet reported, so nothing is counted twice); a
         # REQUEST that waited for the release to end starved a queue kept busy by its
@@ -162,8 +162,7 @@ class ContextWrite(wiring.Component):
                 ]
                 # units(backlog - granted) >= view + container
                 #   <=>  backlog > (view + CU - 1) * 64 + granted
-                p_thr = res.p_thr
-                grow_by = ~p_thr[16] & (p_thr[:16] != 0xFFFF) & (res.p_nb > res.p_lim)
+                grow_by = res.p_thr_ok & res.p_gt
                 if self.low_water is not None:
                     # lean REQUESTs: only while the arbiter's view is below the low water
                     grow_by &= c.view < self.low_water
@@ -187,7 +186,7 @@ class ContextWrite(wiring.Component):
             # GRANT
             with m.If(kind.grant):
                 # The write data does not wait for the key check (no write without it).
-                rel_g = res.g_pos & c.nz & ~c.rel_pending  # release the credit
+                rel_g = res.g_rel  # release the credit: g_pos & c.nz & ~c.rel_pending
                 unused = res.g_pos & ~c.nz & ~c.rel_pending  # queue ran dry: drop it
                 m.d.comb += [
                     # the last GRANT in seq order (one overtaken by a later one, when a
@@ -217,10 +216,11 @@ class ContextWrite(wiring.Component):
                 # No release out and no container for it (the queue ran dry, or the
                 # credit only repays debt): a void GRANT, reported by a REQUEST.
                 void_g = ~c.rel_pending & ~rel_g
-                m.d.comb += nxt.voids.eq(c.voids + void_g)
+                m.d.comb += nxt.voids.eq(Mux(void_g, res.v_inc, c.voids))
                 with m.If(g_ok):
                     m.d.comb += [
                         voids.eq(void_g),
+                        voids_nz.eq(void_g),
                         write.eq(1),
                         rel_out.eq(rel_g),
                         fx["unused"].eq(unused),
@@ -244,15 +244,16 @@ class ContextWrite(wiring.Component):
                     nxt.ts_act.eq(now),
                     write.eq(1),
                 ]
-                m.d.comb += nxt.rel_pending.eq(r_next_pos & res.r_gt)
+                m.d.comb += nxt.rel_pending.eq(res.rel_next)
                 # The GRANTs waiting in pg: the next container takes one (all of them
                 # when it takes all that is left), the others are void; with no next
                 # container all are. A release that sent nothing was void too.
-                rel_next = r_next_pos & res.r_gt
+                rel_next = res.rel_next  # r_next_pos & r_gt
                 m.d.comb += [
                     nxt.npg.eq(Mux(rel_next & r_big, res.npg_m1, 0)),
                     voids.eq(Mux(rel_next, Mux(r_big, 0, res.npg_m1), c.npg) + res.r_zero),
-                    nxt.voids.eq(c.voids + voids),
+                    voids_nz.eq(res.r_zero | Mux(rel_next, ~r_big & res.npg_m1_nz, res.npg_nz)),
+                    nxt.voids.eq(Mux(rel_next, Mux(r_big, res.v_big, res.v_all), res.v_none)),
                 ]
                 with m.If(rel_next):
                     m.d.comb += rel_out.eq(1)
@@ -308,7 +309,7 @@ class ContextWrite(wiring.Component):
         # Effects are decided in WRITE and applied one clock later from registers (q and
         # qoh still hold then: they change at the end of the next ACCEPT and CALC; CALC,
         # the first to look, comes after).
-        with m.If(voids != 0):
+        with m.If(voids_nz):
             m.d.comb += set_pend.eq(1)
         for k in EFFECTS:
             cond = fx[k] & ~pend_q if k == "set_pend" else fx[k]

@@ -17,7 +17,7 @@ class EventEngine(wiring.Component):
     Interface: the manager's inputs ``s_rel_done``, ``s_grant``, ``s_pkt`` (their
     ``ready``; of a release report only ``queue`` and ``bytes`` are used, ``pkts`` is
     ignored); from :class:`~.context_cam.ContextCAM` the packet's lookup (``pk_hit``,
-    ``pk_new``, ``pk_q``, ``pk_current``); from
+    ``pk_new``, ``pk_q``, ``pk_current``, ``pk_go``); from
     :class:`~.request_scheduler.RequestScheduler` the control event (``ctl_due``,
     ``ctl_sweep``, ``ctl_q``) and ``ctl_take`` back. Out: the stage (``st_idle`` =
     ACCEPT, ``st_calc``, ``st_write``; one-hot), the event's ``kind``, its context
@@ -47,6 +47,7 @@ class EventEngine(wiring.Component):
                 "pk_new": In(1),
                 "pk_q": In(qb),
                 "pk_current": In(1),
+                "pk_go": In(1),
                 "ctl_due": In(1),
                 "ctl_sweep": In(1),
                 "ctl_q": In(qb),
@@ -81,8 +82,28 @@ class EventEngine(wiring.Component):
         turn = Signal()  # alternate packets and REQUEST/sweep work
 
         def ctl_event():
-            m.d.comb += [self.ctl_take.eq(1), q_next.eq(self.ctl_q)]
+            m.d.comb += self.ctl_take.eq(1)
             m.d.sync += [kind.sweep.eq(self.ctl_sweep), kind.req.eq(~self.ctl_sweep)]
+
+        # The read address, in every clock (the memory's read matters in ACCEPT only):
+        # the pick's priority as below, from registered flags (pk_go: the packet's
+        # lookup is current and it has a context), so few LUTs precede the memory.
+        pkt_turn = ~turn | ~self.ctl_due
+        pkt_take = Signal()
+        m.d.comb += [
+            pkt_take.eq(self.s_pkt.valid & self.pk_go & pkt_turn),
+            q_next.eq(
+                Mux(
+                    self.s_rel_done.valid,
+                    self.s_rel_done.payload.queue,
+                    Mux(
+                        self.s_grant.valid,
+                        self.s_grant.payload.dgsq[:qb],
+                        Mux(pkt_take, self.pk_q, self.ctl_q),
+                    ),
+                )
+            ),
+        ]
 
         with m.If(self.st_idle):
             m.d.sync += [
@@ -95,12 +116,12 @@ class EventEngine(wiring.Component):
                 self.q_dec.eq(q_next),
             ]
             with m.If(self.s_rel_done.valid):
-                m.d.comb += [self.s_rel_done.ready.eq(1), q_next.eq(self.s_rel_done.payload.queue)]
+                m.d.comb += self.s_rel_done.ready.eq(1)
                 m.d.sync += [kind.rel.eq(1), op.rel_bytes.eq(self.s_rel_done.payload.bytes)]
             with m.Elif(self.s_grant.valid):
                 # Checked against the context in CALC/WRITE (unknown: counted, no effect).
                 gi = self.s_grant.payload
-                m.d.comb += [self.s_grant.ready.eq(1), q_next.eq(gi.dgsq[:qb])]
+                m.d.comb += self.s_grant.ready.eq(1)
                 m.d.sync += [
                     kind.grant.eq(1),
                     op.g_src_node.eq(gi.src_node),
@@ -111,31 +132,31 @@ class EventEngine(wiring.Component):
                     op.g_seq_m1.eq(gi.seq - 1),
                     op.g_neg.eq(-(gi.len << 6)),
                 ]
-            with m.Elif(self.s_pkt.valid & self.pk_current & (~turn | ~self.ctl_due)):
+            with m.Elif(pkt_take):
                 pk = self.s_pkt.payload
-                with m.If(self.pk_hit | self.pk_new):
-                    m.d.comb += [self.s_pkt.ready.eq(1), q_next.eq(self.pk_q)]
-                    m.d.sync += [
-                        kind.pkt.eq(1),
-                        self.pkt_bytes.eq(pk.bytes),
-                        op.bytes_nz.eq(pk.bytes != 0),
-                        op.pkt_cu.eq(pk.bytes[LCU:] + pk.bytes[:LCU].any()),
-                        blocked.eq(0),
-                        turn.eq(1),
-                        op.pkt_key.dst_node.eq(pk.dst_node),
-                        op.pkt_key.port.eq(pk.port),
-                        op.pkt_key.tc.eq(pk.tc),
-                        op.pkt_key.tenant.eq(pk.tenant),
-                    ]
-                    with m.If(~self.pk_hit):
-                        m.d.sync += self.fresh.eq(1)
-                        m.d.comb += self.inc_alloc.eq(1)
-                with m.Else():
-                    with m.If(~blocked):
-                        m.d.sync += blocked.eq(1)
-                        m.d.comb += self.inc_pool_full.eq(1)
-                    m.d.sync += turn.eq(0)
-                    ctl_event()
+                m.d.comb += self.s_pkt.ready.eq(1)
+                m.d.sync += [
+                    kind.pkt.eq(1),
+                    self.pkt_bytes.eq(pk.bytes),
+                    op.bytes_nz.eq(pk.bytes != 0),
+                    op.pkt_cu.eq(pk.bytes[LCU:] + pk.bytes[:LCU].any()),
+                    blocked.eq(0),
+                    turn.eq(1),
+                    op.pkt_key.dst_node.eq(pk.dst_node),
+                    op.pkt_key.port.eq(pk.port),
+                    op.pkt_key.tc.eq(pk.tc),
+                    op.pkt_key.tenant.eq(pk.tenant),
+                ]
+                with m.If(~self.pk_hit):
+                    m.d.sync += self.fresh.eq(1)
+                    m.d.comb += self.inc_alloc.eq(1)
+            with m.Elif(self.s_pkt.valid & self.pk_current & pkt_turn):
+                # no context for the key and none free: held
+                with m.If(~blocked):
+                    m.d.sync += blocked.eq(1)
+                    m.d.comb += self.inc_pool_full.eq(1)
+                m.d.sync += turn.eq(0)
+                ctl_event()
             with m.Else():
                 m.d.sync += turn.eq(0)
                 ctl_event()

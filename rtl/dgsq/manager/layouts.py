@@ -114,8 +114,11 @@ def calc_layout(n_ctx):
             "valid_q": 1,  # the context is live (or being allocated)
             "pend_q": 1,  # a REQUEST is due for it
             "p_nb": 25,  # PKT: backlog + the packet's bytes rounded up to units
-            "p_thr": 17,  # PKT: view + container - 1 (credit units)
-            "p_lim": 26,  # PKT: (view + container - 1) * 64 + credit granted, not reported
+            # PKT: view + container - 1 (credit units) neither overflows nor is all ones,
+            # and backlog + the packet's bytes > (view + container - 1) * 64 + credit
+            # granted, not reported
+            "p_thr_ok": 1,
+            "p_gt": 1,
             "r_diff": 24,  # REL: backlog - bytes (valid if r_gt)
             "r_gt": 1,  # REL: backlog > bytes (backlog left)
             "r_neg": 1,  # REL: balance - bytes < 0
@@ -123,6 +126,14 @@ def calc_layout(n_ctx):
             "r_a_pos": 1,  # REL: balance + pg - bytes > 0
             "r_zero": 1,  # REL: the release sent nothing (bytes == 0)
             "npg_m1": 4,  # npg - 1, floored at 0
+            "npg_nz": 1,  # npg != 0
+            "npg_m1_nz": 1,  # npg - 1 (floored) != 0
+            # the context's void count after a REL (with a next container that takes
+            # one container's credit / all that is left; with none) and after a GRANT
+            "v_big": VOID_BITS,  # voids + r_zero
+            "v_all": VOID_BITS,  # voids + npg_m1 + r_zero
+            "v_none": VOID_BITS,  # voids + npg + r_zero
+            "v_inc": VOID_BITS,  # voids + 1
             "pg_nz": 1,  # pg != 0
             "r_a_rem": signed(26),  # REL: balance + pg - bytes - container
             "r_a_big": 1,  # REL: balance + pg - bytes > container
@@ -132,8 +143,12 @@ def calc_layout(n_ctx):
             "g_balpg": signed(24),  # GRANT: balance + pg + credit
             "g_credit": signed(26),  # GRANT: balance + credit
             "g_pos": 1,  # GRANT: balance + credit > 0
+            "g_rel": 1,  # GRANT: g_pos, backlog and no release out: release the credit
+            "r_next_pos": 1,  # REL: the balance after the report is > 0
+            "r_big": 1,  # REL: more than a container's credit is left
+            "rel_next": 1,  # REL: r_next_pos and backlog left: a next container
             "g_vdiff": 17,  # GRANT: view - len (bit 16: borrow, clip to 0)
-            "g_keq": 12,  # GRANT: key chunks equal (src_node, port)
+            "g_ok": 1,  # GRANT: type, id range, live context and key (src_node, port) fine
             "g_older": 1,  # GRANT: seq is not after ack (serial order): ack stays
             "u_sum": 20,  # REQ: (backlog - granted + 63) >> 6, units before clipping (bit 19: < 0)
             "e_req": 16,  # SWEEP: coarse time since REQUEST, GRANT, activity

@@ -194,6 +194,7 @@ class DGSQManager(wiring.Component):
             eng.pk_new.eq(cam.new),
             eng.pk_q.eq(cam.q),
             eng.pk_current.eq(cam.current),
+            eng.pk_go.eq(cam.go),
             cam.accept.eq(eng.st_idle),
             cam.alloc.eq(eng.st_calc & eng.fresh),
             cam.alloc_key.eq(eng.op.pkt_key),

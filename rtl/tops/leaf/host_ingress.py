@@ -1,7 +1,7 @@
 """HostIngress: one host port's GSE source path, host frames to containers on the
 uplinks (the leaf's GSP ingress, docs/leaf.md)."""
 
-from amaranth.hdl import Cat, Const, Module
+from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -66,13 +66,16 @@ class HostIngress(wiring.Component):
 
     Timing: the parts' (see each), and a register slice (SkidBuffer, 1 clock) between
     the classifier and the tagger, and in GSE mode between the classifier and the
-    manager, the tagger and the VOQ buffer, the VOQ buffer and the sprayer, the
-    framing's descriptors and the sprayer, and the sprayer and each uplink, so that no
-    ready runs from one part into the next. The store holds a frame until it is whole (its
-    length goes into the tag and the manager's backlog); a frame enters the tagger only
-    while the VOQ buffer has ``max_frame_bytes`` x 2 plus its dynamic-threshold margin
-    free, so admission never drops (it back-pressures into the store, which pauses the
-    host).
+    manager, the manager and each of its three outputs' takers (VOQ buffer, framing,
+    REQUEST encoder), the tagger and the VOQ buffer, the VOQ buffer and the sprayer, the
+    VOQ buffer's packet records and the framing, the framing's descriptors and the
+    sprayer, the control mux and the sprayer, and the
+    sprayer and each uplink, so that no ready runs from one part into the next. The
+    store holds a frame until it is whole (its length goes into the tag and the
+    manager's backlog); a frame enters the tagger only while the VOQ buffer has
+    ``max_frame_bytes`` x 2 plus its dynamic-threshold margin free (a registered test,
+    a clock late), so admission never drops (it back-pressures into the store, which
+    pauses the host).
     """
 
     def __init__(
@@ -222,21 +225,27 @@ class HostIngress(wiring.Component):
     def _elaborate_gse(self, m):
         m.submodules.ctl_mux = ctl_mux = self.ctl_mux
         cls, tag, mgr, voq, cf, sp = self.cls, self.tag, self.mgr, self.voq, self.cf, self.sp
-        m.d.comb += [
-            cls.start_ok.eq(voq.init_done & (voq.stat_free_cells >= self.reserve_cells)),
-            self.ctx_used.eq(mgr.ctx_used),
-            mgr.node_id.eq(self.node_id),
-        ]
+        # registered: the VOQ's init FSM and the free-cell compare do not run into the
+        # store's read logic; a clock's lag is covered by the reserve (a frame takes
+        # at least 8 clocks, and its cells are counted only when the VOQ writes them)
+        start_ok = Signal()
+        m.d.sync += start_ok.eq(voq.init_done & (voq.stat_free_cells >= self.reserve_cells))
+        m.d.comb += [cls.start_ok.eq(start_ok), self.ctx_used.eq(mgr.ctx_used), mgr.node_id.eq(self.node_id)]
         skid_between(m, "cls_pkt_skid", cls.m_pkt, mgr.s_pkt)
 
         # manager <-> VOQ buffer <-> container framing
         skid_between(m, "tag_voq_skid", tag.m_axis, voq.s_axis)
-        wiring.connect(m, mgr.m_pkt, voq.s_meta)
-        wiring.connect(m, mgr.m_rel, cf.s_rel)
+        # register slices on the manager's outputs: their ready (the VOQ's enqueue,
+        # the framing and the VOQ's walker, the REQUEST encoder) is then a register
+        # where the manager's WRITE decides whether the event completes
+        skid_between(m, "mgr_pkt_skid", mgr.m_pkt, voq.s_meta)
+        skid_between(m, "mgr_rel_skid", mgr.m_rel, cf.s_rel)
         wiring.connect(m, cf.m_deq, voq.s_deq)
         wiring.connect(m, voq.m_deq_done, cf.s_done)
         wiring.connect(m, cf.m_done, mgr.s_rel_done)
-        wiring.connect(m, voq.m_desc, cf.s_desc)
+        # a register slice: the framing's descriptor ready (its head compare) does not
+        # run into the VOQ's packet-record FIFO (the data has one more slice too)
+        skid_between(m, "voq_desc_skid", voq.m_desc, cf.s_desc)
         wiring.connect(m, wiring.flipped(self.s_grant), mgr.s_grant)
         for name, member in voq.signature.members.items():
             if name.startswith("query_"):
@@ -246,18 +255,20 @@ class HostIngress(wiring.Component):
         # the sprayer: data from the VOQ, control frames (GRANTs first, then REQUESTs)
         skid_between(m, "voq_sp_skid", voq.m_axis, sp.s_axis)
         skid_between(m, "cf_sp_skid", cf.m_meta, sp.s_meta)
-        wiring.connect(m, mgr.m_req, self.req_enc.s_ctl)
+        skid_between(m, "mgr_req_skid", mgr.m_req, self.req_enc.s_ctl)
         m.d.comb += [
             self.req_enc.mac_da.eq(FABRIC_MAC | 0xFF),
             self.req_enc.mac_sa.eq(Cat(self.node_id[:8], Const(0x01, 8), Const(FABRIC_MAC >> 16, 32))),
         ]
         wiring.connect(m, wiring.flipped(self.s_grant_frames), ctl_mux.s_axis[0])
         wiring.connect(m, self.req_enc.m_axis, ctl_mux.s_axis[1])
+        # a register slice after the control mux: the sprayer's ready does not run
+        # through the mux into the egress arbiter's GRANT output (host_out)
         if self.ctl_spread is None:
-            wiring.connect(m, ctl_mux.m_axis, sp.s_ctrl)
+            skid_between(m, "ctl_skid", ctl_mux.m_axis, sp.s_ctrl)
         else:
             m.submodules.ctl_spread = spread = self.ctl_spread
-            wiring.connect(m, ctl_mux.m_axis, spread.s_axis)
+            skid_between(m, "ctl_skid", ctl_mux.m_axis, spread.s_axis)
             m.d.comb += spread.healthy.eq(self.healthy)
             for u in range(self.config.uplinks):
                 wiring.connect(m, spread.m_axis[u], wiring.flipped(self.m_ctl_up[u]))
