@@ -122,14 +122,22 @@ class EngineLane(wiring.Component):
         m.d.comb += self.tenant.eq(sreq[3].tenant)
         e_quota4 = Signal(8)
         unacked4 = Signal(SEQ_BITS)
-        dv4 = Signal(VOID_BITS)  # REQUEST: void GRANTs reported since the slot's count
+        # REQUEST: void GRANTs reported since the slot's count; those newer than the
+        # slot's count (a REQUEST overtaken by a later one reports none) leave flight.
+        # Decided here, so that e4 has only the unseen grants' compare to do.
+        dv3 = Signal(VOID_BITS)
+        m.d.comb += dv3.eq(sreq[3].voids - er3.voids)
+        newer3 = (dv3 != 0) & ~dv3[-1]
+        newer4 = Signal()
+        infl_r = Signal(range(K + 1))  # the containers in flight after the void GRANTs
         cl1_4 = Signal(signed(cw + 1))
         pcl4, ncl4 = Signal(cw), Signal(cw)
         er4 = Signal(slot_l)
         m.d.sync += [
             e_quota4.eq(self.weight),
             unacked4.eq(er3.gseq - sreq[3].seq),
-            dv4.eq(sreq[3].voids - er3.voids),
+            newer4.eq(newer3),
+            infl_r.eq(Mux(newer3, Mux(dv3 >= er3.inflight, 0, er3.inflight - dv3), er3.inflight)),
             cl1_4.eq(er3.cleft - arr_c3),
             pcl4.eq(pos(er3.cleft)),
             ncl4.eq(pos(-er3.cleft)),
@@ -143,12 +151,6 @@ class EngineLane(wiring.Component):
         # stays there: a lost GRANT, which the REQUEST shows as more unseen grants than
         # in flight: resynchronise). Arrival: at a container's last packet that
         # container is done.
-        newer4 = Signal()
-        m.d.comb += newer4.eq((dv4 != 0) & ~dv4[-1])
-        infl_r = Signal(range(K + 1))
-        m.d.comb += infl_r.eq(er4.inflight)
-        with m.If(newer4):
-            m.d.comb += infl_r.eq(Mux(dv4 >= er4.inflight, 0, er4.inflight - dv4))
         unack_c = Signal(range(K + 1))
         m.d.comb += unack_c.eq(Mux(unacked4 > infl_r, infl_r, unacked4))
         a_infl = Signal(range(K + 1))
