@@ -29,7 +29,7 @@ class EngineLane(wiring.Component):
     """``ENGINE_STAGES`` = 8 clocks from an engine operation (``op``) to its write-back.
 
     e1 address; e2 the slot's word is read (``rd``), and an expiry checks that its
-    slot is still expired (``expired_r``); e3..e6 arithmetic, one carry chain per
+    slot is still expired (``expired_r``); e3..e6 arithmetic, a carry chain or two per
     stage: a REQUEST's void GRANTs (no longer in flight, their credit released) and
     demand (backlog minus the grants the source had not seen), an arrival's credit
     and containers, an expiry's write-off, a new slot's quota (the weight of its
@@ -242,6 +242,11 @@ class EngineLane(wiring.Component):
         cl2_7 = Signal(signed(cw))
         pcl2_7 = Signal(cw)
         debt_inc7 = Signal(signed(cw + 1))
+        # the demand after the debt, demand - debt_inc, a stage ahead (one carry chain
+        # more here, none but the sign and a clamp in e7)
+        debt_inc6 = Signal(signed(cw + 1))
+        m.d.comb += debt_inc6.eq(nc1_6 - c6["ncl"])
+        dem_d7 = Signal(signed(max(17, cw + 2) + 1))
         c7 = {k: Signal.like(v, name=f"e7_{k}") for k, v in c6.items()}
         dem_r7 = Signal(16)
         dem_nz7, bl_nz7, er_dem_nz7 = Signal(), Signal(), Signal()
@@ -249,7 +254,8 @@ class EngineLane(wiring.Component):
         m.d.sync += [
             cl2_7.eq(Mux(cut, keep6, c6["cl1c"])),
             pcl2_7.eq(Mux(cut, keep6, pc1_6)),
-            debt_inc7.eq(nc1_6 - c6["ncl"]),
+            debt_inc7.eq(debt_inc6),
+            dem_d7.eq(er6.demand - debt_inc6),
             dem_r7.eq(dem_r6),
             er7.eq(er6),
             dem_nz7.eq(dem_nz6),
@@ -261,6 +267,7 @@ class EngineLane(wiring.Component):
             cl2=cl2_7,
             pcl2=pcl2_7,
             debt_inc=debt_inc7,
+            dem_d=dem_d7,
             c=c7,
             dem_r=dem_r7,
             dem_nz=dem_nz7,
@@ -281,9 +288,8 @@ class EngineLane(wiring.Component):
         e_rel = Signal(cw)
         m.d.comb += e_new.eq(er7)
         dem_a = Signal(16)
-        m.d.comb += dem_a.eq(
-            Mux(debt_inc7 > 0, Mux(er7.demand > debt_inc7, er7.demand - debt_inc7, 0), er7.demand)
-        )
+        dem_pos = s7.dem_d > 0  # = er7.demand > debt_inc7
+        m.d.comb += dem_a.eq(Mux(debt_inc7 > 0, Mux(dem_pos, s7.dem_d, 0), er7.demand))
         with m.Switch(ekind[7]):
             with m.Case(OP_REQ):
                 m.d.comb += [
@@ -335,7 +341,7 @@ class EngineLane(wiring.Component):
             with m.Case(OP_REQ):
                 m.d.comb += e_dem_n.eq(Mux(ehit[7], dem_nz7, bl_nz7))
             with m.Case(OP_ARR):
-                m.d.comb += e_dem_n.eq(Mux(debt_inc7 > 0, er7.demand > debt_inc7, er_dem_nz7))
+                m.d.comb += e_dem_n.eq(Mux(debt_inc7 > 0, dem_pos, er_dem_nz7))
             with m.Default():
                 m.d.comb += e_dem_n.eq(er_dem_nz7)
         ew8 = Signal(slot_l)
