@@ -29,7 +29,11 @@ class PacketBuffer(wiring.Component):
     * ``m_axis``: committed packets only (store-and-forward), ``tuser`` 0. A packet
       becomes visible 2 clocks after its last beat was written; then 1 beat per clock.
       ``tdata``/``tkeep``/``tlast`` come straight from the SRAM's read register.
-    * ``level``: beats written and not yet read (committed or not).
+    * ``level``: beats written and not yet read (committed or not), a register.
+    * ``stat_*``: count one clock after the event (the strobe is registered first).
+
+    Timing: ``s_axis.tready`` is logic of registers only (``full`` is the top bit of a
+    level register), so the write side never waits on a compare.
     """
 
     def __init__(self, depth, data_width=64, drop_full=False):
@@ -59,55 +63,82 @@ class PacketBuffer(wiring.Component):
 
         wr = Signal(aw + 1)  # next write (speculative, inside the current packet)
         cw = Signal(aw + 1)  # end of the last committed packet
-        cw_d = Signal(aw + 1)  # cw one clock later: the SRAM read register has caught up
         rd = Signal(aw + 1)  # next beat to leave
         discard = Signal()  # throwing away the rest of an oversize packet
+        # wr - rd kept as a register: ``full`` is its top bit (level <= depth, a power
+        # of two), so the write side's ready is not a subtractor and a compare deep
+        committed = Signal()  # a packet was committed in the last clock
+        lvl = Signal(aw + 1)
+        full = lvl[aw]
+        m.d.comb += self.level.eq(lvl)
 
-        full = Signal()
-        m.d.comb += [full.eq((wr - rd)[: aw + 1] == self.depth), self.level.eq(wr - rd)]
-        m.d.sync += cw_d.eq(cw)
-
-        # -- write side
-        oversize = full & (cw == rd)  # only the packet being written is inside
-        overflow = Signal()  # drop_full: no room for this beat, the packet goes whole
+        # -- write side, as flat sums of products of s_axis and registers (what a
+        # beat does is decided in two or three LUT levels)
+        advance = o.valid & o.ready
+        o_valid = Signal(name="o_valid")
+        # only the packet being written is inside: cw == rd, which is ~o_valid
+        # (rd != the cw of one clock before) unless a packet was committed just now
+        oversize = full & ~o_valid & ~committed
         if self.drop_full:
-            m.d.comb += [s.ready.eq(1), overflow.eq(full & ~oversize)]
+            # no room for this beat: the packet goes whole (oversize or not)
+            m.d.comb += s.ready.eq(1)
+            start_drop = s.valid & ~discard & full
         else:
             m.d.comb += s.ready.eq(~full | discard | oversize)
-        take = s.valid & s.ready
-        with m.If(take):
-            with m.If(discard | oversize | overflow):
-                with m.If(s.payload.last):
-                    m.d.sync += discard.eq(0)
-                with m.Else():
-                    m.d.sync += discard.eq(1)
-                with m.If(~discard):
-                    m.d.sync += wr.eq(cw)
-                    with m.If(oversize):
-                        m.d.sync += self.stat_drop_oversize.eq(self.stat_drop_oversize + 1)
-                    if self.drop_full:
-                        with m.Else():
-                            m.d.sync += self.stat_drop_full.eq(self.stat_drop_full + 1)
-            with m.Else():
-                m.d.comb += [
-                    mem.w_en.eq(1),
-                    mem.w_addr.eq(wr[:aw]),
-                    mem.w_data.eq(Cat(s.payload.data, s.payload.keep, s.payload.last)),
-                ]
-                with m.If(s.payload.last & s.payload.user):
-                    m.d.sync += [wr.eq(cw), self.stat_drop_bad.eq(self.stat_drop_bad + 1)]
-                with m.Elif(s.payload.last):
-                    m.d.sync += [wr.eq(wr + 1), cw.eq(wr + 1)]
-                with m.Else():
-                    m.d.sync += wr.eq(wr + 1)
+            start_drop = s.valid & ~discard & oversize
+        last, user = s.payload.last, s.payload.user
+        write = Signal()  # the beat goes into the SRAM (taken, no drop under way or starting)
+        commit, bad, inc, rewind = Signal(), Signal(), Signal(), Signal()
+        m.d.comb += [
+            write.eq(s.valid & ~discard & ~full),
+            commit.eq(s.valid & ~discard & ~full & last & ~user),
+            bad.eq(s.valid & ~discard & ~full & last & user),
+            inc.eq(s.valid & ~discard & ~full & ~(last & user)),  # wr + 1
+            rewind.eq(bad | start_drop),  # wr back to cw
+            mem.w_en.eq(write),
+            mem.w_addr.eq(wr[:aw]),
+            mem.w_data.eq(Cat(s.payload.data, s.payload.keep, last)),
+        ]
+        with m.If(rewind):
+            m.d.sync += wr.eq(cw)
+        with m.Elif(inc):
+            m.d.sync += wr.eq(wr + 1)
+        with m.If(commit):
+            m.d.sync += cw.eq(wr + 1)
+        m.d.sync += committed.eq(commit)
+        # the rest of a dropped packet is taken and thrown away
+        with m.If(start_drop & ~last):
+            m.d.sync += discard.eq(1)
+        with m.Elif(s.valid & last):
+            m.d.sync += discard.eq(0)
+        # counters count a strobe registered the clock before (one clock late), so that
+        # their clock enable is a register
+        bad_s, oversize_s, full_s = Signal(), Signal(), Signal()
+        m.d.sync += [bad_s.eq(bad), oversize_s.eq(start_drop & oversize), full_s.eq(start_drop & ~oversize)]
+        with m.If(bad_s):
+            m.d.sync += self.stat_drop_bad.eq(self.stat_drop_bad + 1)
+        with m.If(oversize_s):
+            m.d.sync += self.stat_drop_oversize.eq(self.stat_drop_oversize + 1)
+        if self.drop_full:
+            with m.If(full_s):
+                m.d.sync += self.stat_drop_full.eq(self.stat_drop_full + 1)
+
+        # the level's next value: every candidate an adder on registers, the late
+        # write/read strobes only select
+        rd1 = Signal(aw + 1, init=1, name="rd1")  # rd + 1, a register
+        with m.If(rewind):
+            m.d.sync += lvl.eq(Mux(advance, cw - rd1, cw - rd))
+        with m.Elif(inc & ~advance):
+            m.d.sync += lvl.eq(lvl + 1)
+        with m.Elif(~inc & advance):
+            m.d.sync += lvl.eq(lvl - 1)
 
         # -- read side: the SRAM's read register is the output register
         # rd + 1 and the output's valid are registers: the consumer's ready reaches the
         # block RAM's read address through one multiplexer, not an adder
-        advance = o.valid & o.ready
-        rd1, o_valid = Signal(aw + 1, init=1, name="rd1"), Signal(name="o_valid")
         rd_next = Mux(advance, rd1, rd)
-        m.d.sync += o_valid.eq(rd_next != cw)  # = rd != cw_d in the next clock
+        # = rd != cw_d in the next clock; both compares on registers, advance selects
+        m.d.sync += o_valid.eq(Mux(advance, rd1 != cw, rd != cw))
         m.d.comb += [
             o.valid.eq(o_valid),
             mem.r0_addr.eq(rd_next[:aw]),

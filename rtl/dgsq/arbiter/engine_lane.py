@@ -29,7 +29,7 @@ class EngineLane(wiring.Component):
     """``ENGINE_STAGES`` = 8 clocks from an engine operation (``op``) to its write-back.
 
     e1 address; e2 the slot's word is read (``rd``), and an expiry checks that its
-    slot is still expired (``expired_r``); e3..e6 arithmetic, one carry chain per
+    slot is still expired (``expired_r``); e3..e6 arithmetic, a carry chain or two per
     stage: a REQUEST's void GRANTs (no longer in flight, their credit released) and
     demand (backlog minus the grants the source had not seen), an arrival's credit
     and containers, an expiry's write-off, a new slot's quota (the weight of its
@@ -122,14 +122,22 @@ class EngineLane(wiring.Component):
         m.d.comb += self.tenant.eq(sreq[3].tenant)
         e_quota4 = Signal(8)
         unacked4 = Signal(SEQ_BITS)
-        dv4 = Signal(VOID_BITS)  # REQUEST: void GRANTs reported since the slot's count
+        # REQUEST: void GRANTs reported since the slot's count; those newer than the
+        # slot's count (a REQUEST overtaken by a later one reports none) leave flight.
+        # Decided here, so that e4 has only the unseen grants' compare to do.
+        dv3 = Signal(VOID_BITS)
+        m.d.comb += dv3.eq(sreq[3].voids - er3.voids)
+        newer3 = (dv3 != 0) & ~dv3[-1]
+        newer4 = Signal()
+        infl_r = Signal(range(K + 1))  # the containers in flight after the void GRANTs
         cl1_4 = Signal(signed(cw + 1))
         pcl4, ncl4 = Signal(cw), Signal(cw)
         er4 = Signal(slot_l)
         m.d.sync += [
             e_quota4.eq(self.weight),
             unacked4.eq(er3.gseq - sreq[3].seq),
-            dv4.eq(sreq[3].voids - er3.voids),
+            newer4.eq(newer3),
+            infl_r.eq(Mux(newer3, Mux(dv3 >= er3.inflight, 0, er3.inflight - dv3), er3.inflight)),
             cl1_4.eq(er3.cleft - arr_c3),
             pcl4.eq(pos(er3.cleft)),
             ncl4.eq(pos(-er3.cleft)),
@@ -143,12 +151,6 @@ class EngineLane(wiring.Component):
         # stays there: a lost GRANT, which the REQUEST shows as more unseen grants than
         # in flight: resynchronise). Arrival: at a container's last packet that
         # container is done.
-        newer4 = Signal()
-        m.d.comb += newer4.eq((dv4 != 0) & ~dv4[-1])
-        infl_r = Signal(range(K + 1))
-        m.d.comb += infl_r.eq(er4.inflight)
-        with m.If(newer4):
-            m.d.comb += infl_r.eq(Mux(dv4 >= er4.inflight, 0, er4.inflight - dv4))
         unack_c = Signal(range(K + 1))
         m.d.comb += unack_c.eq(Mux(unacked4 > infl_r, infl_r, unacked4))
         a_infl = Signal(range(K + 1))
@@ -240,6 +242,11 @@ class EngineLane(wiring.Component):
         cl2_7 = Signal(signed(cw))
         pcl2_7 = Signal(cw)
         debt_inc7 = Signal(signed(cw + 1))
+        # the demand after the debt, demand - debt_inc, a stage ahead (one carry chain
+        # more here, none but the sign and a clamp in e7)
+        debt_inc6 = Signal(signed(cw + 1))
+        m.d.comb += debt_inc6.eq(nc1_6 - c6["ncl"])
+        dem_d7 = Signal(signed(max(17, cw + 2) + 1))
         c7 = {k: Signal.like(v, name=f"e7_{k}") for k, v in c6.items()}
         dem_r7 = Signal(16)
         dem_nz7, bl_nz7, er_dem_nz7 = Signal(), Signal(), Signal()
@@ -247,7 +254,8 @@ class EngineLane(wiring.Component):
         m.d.sync += [
             cl2_7.eq(Mux(cut, keep6, c6["cl1c"])),
             pcl2_7.eq(Mux(cut, keep6, pc1_6)),
-            debt_inc7.eq(nc1_6 - c6["ncl"]),
+            debt_inc7.eq(debt_inc6),
+            dem_d7.eq(er6.demand - debt_inc6),
             dem_r7.eq(dem_r6),
             er7.eq(er6),
             dem_nz7.eq(dem_nz6),
@@ -259,6 +267,7 @@ class EngineLane(wiring.Component):
             cl2=cl2_7,
             pcl2=pcl2_7,
             debt_inc=debt_inc7,
+            dem_d=dem_d7,
             c=c7,
             dem_r=dem_r7,
             dem_nz=dem_nz7,
@@ -279,9 +288,8 @@ class EngineLane(wiring.Component):
         e_rel = Signal(cw)
         m.d.comb += e_new.eq(er7)
         dem_a = Signal(16)
-        m.d.comb += dem_a.eq(
-            Mux(debt_inc7 > 0, Mux(er7.demand > debt_inc7, er7.demand - debt_inc7, 0), er7.demand)
-        )
+        dem_pos = s7.dem_d > 0  # = er7.demand > debt_inc7
+        m.d.comb += dem_a.eq(Mux(debt_inc7 > 0, Mux(dem_pos, s7.dem_d, 0), er7.demand))
         with m.Switch(ekind[7]):
             with m.Case(OP_REQ):
                 m.d.comb += [
@@ -333,7 +341,7 @@ class EngineLane(wiring.Component):
             with m.Case(OP_REQ):
                 m.d.comb += e_dem_n.eq(Mux(ehit[7], dem_nz7, bl_nz7))
             with m.Case(OP_ARR):
-                m.d.comb += e_dem_n.eq(Mux(debt_inc7 > 0, er7.demand > debt_inc7, er_dem_nz7))
+                m.d.comb += e_dem_n.eq(Mux(debt_inc7 > 0, dem_pos, er_dem_nz7))
             with m.Default():
                 m.d.comb += e_dem_n.eq(er_dem_nz7)
         ew8 = Signal(slot_l)

@@ -110,6 +110,10 @@ class IngressDecision(wiring.Component):
             for n in ("in_a", "in_b", "beh_a", "beh_b", "chg2", "jump2", "u2", "c2", "g2", "same2")
         )
         claim, close = Signal(), Signal()
+        # registered ahead for the slot state's update (few inputs into ``closed``):
+        # a good-so-far LAST frame (window aside), and the slot one-hot
+        jump1 = mnt.valid & mnt.payload.jump & (mnt.payload.src == req.src)
+        lastok2, here2 = Signal(), Signal(g.nslots)
         # D or more ahead (only meaningful in the window, where d = its low bits)
         far_a, far_b = Signal(), Signal()
         if D:
@@ -128,7 +132,9 @@ class IngressDecision(wiring.Component):
             beh_a.eq(d[15]),
             beh_b.eq(e[15]),
             chg2.eq((rel.valid & (rel.payload.src == req.src)) | (mnt_skip & (mnt.payload.src == req.src))),
-            jump2.eq(mnt.valid & mnt.payload.jump & (mnt.payload.src == req.src)),
+            jump2.eq(jump1),
+            lastok2.eq(v1 & ~req.runt & req.ok & req.last & ~jump1),
+            here2.eq(Cat(slot1 == i for i in range(g.nslots))),
             u2.eq(self.used.bit_select(slot1, 1) & ~freeing),
             c2.eq(closed.bit_select(slot1, 1) & ~freeing),
             g2.eq(self.gen.bit_select(slot1, 1)),
@@ -152,7 +158,8 @@ class IngressDecision(wiring.Component):
             good.eq(v2 & ~runt2 & ok2 & in_win),
             accept.eq(good & Mux(u_eff, ~first2 & ~c_eff, first2)),
             claim.eq(good & ~u_eff & first2),
-            close.eq(accept & last2),
+            # = accept & last2
+            close.eq(lastok2 & Mux(chg2, in_b, in_a) & Mux(u_eff, ~first2 & ~c_eff, first2)),
         ]
         outwin = v2 & ~runt2 & ok2 & ~in_win
         m.d.sync += [
@@ -182,7 +189,7 @@ class IngressDecision(wiring.Component):
             m.d.comb += free[i].eq(
                 (rel.valid & (rel.payload.slot == i)) | (mnt_skip & (mnt.payload.slot == i))
             )
-            here = slot2 == i
+            here = here2[i]
             m.d.sync += [
                 self.used[i].eq((self.used[i] | (claim & here)) & ~free[i]),
                 closed[i].eq((closed[i] | (close & here)) & ~free[i]),

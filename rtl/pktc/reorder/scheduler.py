@@ -121,13 +121,10 @@ class HeadScheduler(wiring.Component):
             ]
             lo = s * W
             hslot = g.slot(s, exp[s])
+            # (a source picked or maintained this clock is not eligible in the next:
+            # ``chg``; so the candidate bit needs neither, and stays off the pick)
             m.d.sync += [
-                cand[s].eq(
-                    self.done.bit_select(g.slot(s, sp[s]), 1)
-                    & (nsched[s] < g.jobs)
-                    & ~picked[s]
-                    & ~act_mnt[s]
-                ),
+                cand[s].eq(self.done.bit_select(g.slot(s, sp[s]), 1) & (nsched[s] < g.jobs)),
                 hdone[s].eq(self.done.bit_select(hslot, 1)),
                 any_used[s].eq(self.used[lo : lo + W].any()),
                 nxt_used[s].eq(self.used.bit_select(g.slot(s, exp[s] + 1), 1)),

@@ -2,12 +2,13 @@
 port's grant arbiter."""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ... import interfaces
 from ...config import GSEConfig
 from ...dgsq.arbiter import GrantArbiter
+from ...dgsq.arbiter.records import arrival_layout
 from ...dgsq.grant_framing import GrantFraming
 from ...header.control_frames import ControlFrameEncoder
 from ...header.gse_header import GSE_HEADER_BYTES, GSEFlags
@@ -31,8 +32,11 @@ class HostEgress(wiring.Component):
     :class:`~opengse.rtl.dgsq.arbiter.GrantArbiter` (GSE mode), which grants against
     the FIFO's room, and the GRANTs' framing and encoder. Register slices
     (:class:`~opengse.rtl.lib.skid_buffer.SkidBuffer`, 1 clock each) sit between each
-    admission queue and the round-robin and on the parser's two outputs, so that no
-    ready runs from one part into the next.
+    admission queue and the round-robin, on the parser's two outputs, on the arrival
+    reports to the arbiter, between the FIFO and the PauseGate (a frame reaches the host
+    a clock later than without it) and on the GRANT frames (a clock later to the
+    sprayer), so that no ready runs from one part into the next. The ``stat_*``
+    counters count one clock after their event.
 
     Parameters: ``config`` (:class:`~opengse.rtl.config.GSEConfig`: ``egress_buffer_bytes``
     is the FIFO, ``nodes`` the reorder buffer's sources, ``reorder_window``),
@@ -69,8 +73,10 @@ class HostEgress(wiring.Component):
     outstanding; from then its beats are in the FIFO's level. So
     ``outstanding + level`` never exceeds what was granted against ``egress_room``
     (the FIFO's free space in credit units), and the overrun of a container (its
-    last packet may pass the grant) waits in the reorder buffer while the FIFO is full
-    (see docs/leaf.md).
+    last packet may pass the grant) waits in the reorder buffer while the FIFO is full.
+    The report reaches the arbiter through a slice (a clock later) and ``egress_room``
+    is registered (a clock old): both err on the safe side, a frame's beats enter the
+    level clocks before its arrival leaves ``outstanding`` (see docs/leaf.md).
     """
 
     def __init__(
@@ -151,7 +157,8 @@ class HostEgress(wiring.Component):
                 # a register slice: the round-robin's ready (from every queue's valid)
                 # does not reach the queue's read address and block RAM
                 skid_between(m, f"adm_skid_{u}", adm.m_axis, mux.s_axis[u])
-            m.d.comb += [
+            # the sums registered (one clock late): no adder chain into the register bank
+            m.d.sync += [
                 self.stat_drop_admit.eq(sum(a.stat_drop_full + a.stat_drop_oversize for a in self.adm)),
                 self.stat_admit_drop_bad.eq(sum(a.stat_drop_bad for a in self.adm)),
             ]
@@ -174,24 +181,34 @@ class HostEgress(wiring.Component):
         wiring.connect(m, untag.m_hdr, hdr_skid.s)
         src, hdr = data_skid.m, hdr_skid.m
         last = src.valid & src.payload.last
-        arr_ready = Signal()
-        # a frame's last beat waits for its header and for the arbiter to take the arrival
+        # each arrival goes through a register slice to the arbiter, so that what lets
+        # a frame's last beat into the FIFO (the slice's ready) is a register, not the
+        # arbiter's accumulator logic
+        arr = stream.Signature(arrival_layout()).create(path=("arr",))
+        if self.reorder:
+            skid_between(m, "arr_skid", arr, self.arb.s_arr)
+        arr_ready = arr.ready if self.reorder else Const(1)
+        # a frame's last beat waits for its header and for room for its arrival
         last_ok = ~src.payload.last | (arr_ready & hdr.valid)
+        arr_go = Signal()
         m.d.comb += [
             fifo.s_axis.payload.eq(src.payload),
             fifo.s_axis.valid.eq(src.valid & last_ok),
             src.ready.eq(fifo.s_axis.ready & last_ok),
             hdr.ready.eq(last & fifo.s_axis.ready & arr_ready),
+            arr_go.eq(hdr.valid & hdr.ready),
         ]
-        with m.If(hdr.valid & hdr.ready):
+        # the counter counts the registered strobe (one clock late)
+        arr_s = Signal()
+        m.d.sync += arr_s.eq(arr_go)
+        with m.If(arr_s):
             m.d.sync += self.stat_arrivals.eq(self.stat_arrivals + 1)
         if self.reorder:
             m.submodules.arb = arb = self.arb
             m.submodules.gf = gf = self.gf
             m.submodules.enc = enc = self.enc
-            a = arb.s_arr
+            a = arr
             m.d.comb += [
-                arr_ready.eq(a.ready),
                 a.valid.eq(last & hdr.valid & fifo.s_axis.ready),
                 a.payload.src_node.eq(hdr.payload.src_node),
                 a.payload.dgsq.eq(hdr.payload.dgsq),
@@ -203,22 +220,31 @@ class HostEgress(wiring.Component):
             free_bytes = Signal(range(self.depth * bpb + 1))
             m.d.comb += free_bytes.eq((self.depth - fifo.level) * bpb)
             room = free_bytes >> 6
-            m.d.comb += arb.egress_room.eq(Mux(room > 0xFFFF, 0xFFFF, room))
-            wiring.connect(m, arb.m_grant, gf.s_grant)
+            # registered: the room the arbiter sees is a clock old. Safe: a frame's
+            # arrival reaches the arbiter's outstanding later than its beats the room
+            m.d.sync += arb.egress_room.eq(Mux(room > 0xFFFF, 0xFFFF, room))
+            # a register slice: the encoder's ready does not reach the GRANT FIFO
+            skid_between(m, "arb_grant_skid", arb.m_grant, gf.s_grant)
             m.d.comb += [gf.node_id.eq(self.node_id), gf.port.eq(self.port)]
             wiring.connect(m, gf.m_ctl, enc.s_ctl)
             m.d.comb += [
                 enc.mac_da.eq(FABRIC_MAC | 0xFF),
                 enc.mac_sa.eq(Cat(self.node_id[:8], Const(0x02, 8), Const(FABRIC_MAC >> 16, 32))),
             ]
-            wiring.connect(m, enc.m_axis, wiring.flipped(self.m_grant_frames))
+            # a register slice: the sprayer's ready does not reach the arbiter's
+            # GRANT FIFO and its pick
+            skid_between(m, "grant_skid", enc.m_axis, wiring.flipped(self.m_grant_frames))
         else:
-            m.d.comb += [arr_ready.eq(1), self.s_req.ready.eq(1), self.m_grant_frames.valid.eq(0)]
+            m.d.comb += [self.s_req.ready.eq(1), self.m_grant_frames.valid.eq(0)]
 
-        wiring.connect(m, fifo.m_axis, gate.s_axis)
+        # a register slice after the FIFO: the host MAC's ready does not reach the
+        # FIFO's read address (one clock of latency)
+        skid_between(m, "out_skid", fifo.m_axis, gate.s_axis)
         wiring.connect(m, gate.m_axis, wiring.flipped(self.m_axis))
         o = self.m_axis
-        with m.If(o.valid & o.ready & o.payload.last):
+        out_s = Signal()
+        m.d.sync += out_s.eq(o.valid & o.ready & o.payload.last)
+        with m.If(out_s):
             m.d.sync += self.stat_frames_out.eq(self.stat_frames_out + 1)
         m.d.comb += [
             gate.pause.eq(self.pause_in),
