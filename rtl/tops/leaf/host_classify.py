@@ -1,7 +1,7 @@
 """HostClassify: a host port's frames stored, looked up, and described for the tagger
 and the DGSQ manager."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -19,9 +19,10 @@ DA_BYTES = 6
 
 
 def classify_info_layout():
-    """What the store keeps with each frame: the lookup's answer and ``spoof`` (the frame
-    already carries the GSE EtherType)."""
-    return data.StructLayout({"dest": dest_result_layout(), "spoof": 1})
+    """What the store keeps with each frame: the lookup's answer, ``spoof`` (the frame
+    already carries the GSE EtherType) and ``drop`` (missed or spoof: decided before the
+    store, so that the read side finds it in one flip-flop)."""
+    return data.StructLayout({"dest": dest_result_layout(), "spoof": 1, "drop": 1})
 
 
 class HostClassify(wiring.Component):
@@ -55,11 +56,14 @@ class HostClassify(wiring.Component):
       MAC not in the table), ``stat_drop_spoof`` (GSE EtherType from a host), and the
       store's ``stat_store_*``.
 
-    Timing: the input register (1 clock), then the store's (2 clocks after a frame's
-    last beat) and a register slice on its descriptors (1 clock) plus nothing: the
-    descriptors are presented with the frame's first beat, the beats pass
-    combinationally, one per clock, no bubble between frames. A frame leaves once its
-    ``m_hdr`` and ``m_pkt`` have both been taken and its last beat has passed.
+    Timing: the input register and a second one in front of the store (2 clocks: the
+    lookup's answer is registered there), then the store's (its beats 3 clocks after a
+    frame's last beat, through its output slice) and a register slice on its
+    descriptors (2 + 1 clocks) plus nothing: the descriptors are presented with the
+    frame's first beat, the beats pass combinationally, one per clock, no bubble
+    between frames. A frame leaves once its ``m_hdr`` and ``m_pkt`` have both been
+    taken and its last beat has passed. ``start_ok`` is registered (acts a clock
+    late); the counters count a clock after their event.
     """
 
     def __init__(
@@ -117,12 +121,7 @@ class HostClassify(wiring.Component):
         # logic and the header capture below only through flip-flops
         s = AXIStreamSignature(self.data_width).create(path=("in_beat",))
         m.d.sync += [s.valid.eq(self.s_axis.valid), s.payload.eq(self.s_axis.payload)]
-        m.d.comb += [
-            self.s_axis.ready.eq(1),
-            store.s_axis.valid.eq(s.valid),
-            store.s_axis.payload.eq(s.payload),
-            self.pause.eq(store.pause),
-        ]
+        m.d.comb += [self.s_axis.ready.eq(1), self.pause.eq(store.pause)]
 
         # -- write side: the first 14 bytes of the frame being received
         nhead = ETH_HEADER_BYTES
@@ -149,7 +148,18 @@ class HostClassify(wiring.Component):
             self.lookup_key.eq(Cat(*held[:DA_BYTES])),
             info.dest.eq(self.lookup_result),
             info.spoof.eq(Cat(cur[13], cur[12]) == self.ethertype),
-            store.info.eq(info),
+            info.drop.eq(~info.dest.hit | info.spoof),
+        ]
+        # the store takes the beats a clock later, with the info registered: the table's
+        # match logic (and the EtherType compare) end in a flip-flop, not in the
+        # descriptor memory's write data through the store's write logic
+        s2 = AXIStreamSignature(self.data_width).create(path=("store_beat",))
+        info_r = Signal(classify_info_layout())
+        m.d.sync += [s2.valid.eq(s.valid), s2.payload.eq(s.payload), info_r.eq(info)]
+        m.d.comb += [
+            store.s_axis.valid.eq(s2.valid),
+            store.s_axis.payload.eq(s2.payload),
+            store.info.eq(info_r),
         ]
 
         # -- read side: one frame at a time, its two headers forked off
@@ -161,10 +171,14 @@ class HostClassify(wiring.Component):
         d, f, o = desc_skid.m, store.m_axis, self.m_axis
         dinfo = Signal(classify_info_layout())
         m.d.comb += dinfo.eq(d.payload.info)
-        drop = ~dinfo.dest.hit | dinfo.spoof
+        drop = dinfo.drop
         hdr_done, pkt_done, beats_done, in_frame = (
             Signal(name=n) for n in ("hdr_done", "pkt_done", "beats_done", "in_frame")
         )
+        # go_ok = start_ok (registered: it acts a clock late, which the VOQ's reserve
+        # covers) | in_frame | pkt_done, as one register: the pop below and the beats'
+        # ready see one flip-flop, not the VOQ's free-cell compare or three of them
+        go_ok = Signal()
         h = self.m_hdr.payload
         m.d.comb += [
             h.type.eq(GSEType.DATA.value),
@@ -195,13 +209,12 @@ class HostClassify(wiring.Component):
                 # the packet's data; a descriptor sent while start_ok holds the data
                 # back would leave the engine unable to take the GRANTs that free the
                 # VOQ (and the GRANT waiting for it blocks the leaf's control decoder)
-                self.m_pkt.valid.eq(d.valid & ~drop & ~pkt_done & (in_frame | self.start_ok)),
+                self.m_pkt.valid.eq(d.valid & ~drop & ~pkt_done & go_ok),
             ]
             pkt_now = pkt_done | self.m_pkt.ready
         # a frame whose descriptor the manager has taken is committed: it goes on even if
         # start_ok falls meanwhile (the VOQ margin covers it, as for a frame under way)
-        committed = in_frame | (pkt_done if self.with_pkt else 0)
-        may_beat = d.valid & ~beats_done & (committed | self.start_ok | drop)
+        may_beat = d.valid & ~beats_done & (go_ok | drop)
         m.d.comb += [
             o.payload.eq(f.payload),
             o.valid.eq(f.valid & may_beat & ~drop),
@@ -209,22 +222,27 @@ class HostClassify(wiring.Component):
         ]
         beat_go = f.valid & f.ready
         last_now = beats_done | (beat_go & f.payload.last)
-        pop = d.valid & Mux(drop, last_now, hdr_now & pkt_now & last_now)
+        pop = d.valid & (drop | (hdr_now & pkt_now)) & last_now
         m.d.comb += d.ready.eq(pop)
+        # the counters count a clock after the pop: their strobes are registers
+        inc = {n: Signal(name=f"inc_{n}") for n in ("frames", "drop_spoof", "drop_unknown")}
+        m.d.sync += [
+            inc["frames"].eq(pop & ~drop),
+            inc["drop_spoof"].eq(pop & drop & dinfo.spoof),
+            inc["drop_unknown"].eq(pop & drop & ~dinfo.spoof),
+        ]
+        for n, v in inc.items():
+            with m.If(v):
+                m.d.sync += getattr(self, f"stat_{n}").eq(getattr(self, f"stat_{n}") + 1)
+        pkt_take = (self.m_pkt.valid & self.m_pkt.ready) if self.with_pkt else 0
+        m.d.sync += go_ok.eq(self.start_ok | (~pop & (in_frame | beat_go | pkt_done | pkt_take)))
         with m.If(pop):
             m.d.sync += [hdr_done.eq(0), pkt_done.eq(0), beats_done.eq(0), in_frame.eq(0)]
-            with m.If(~drop):
-                m.d.sync += self.stat_frames.eq(self.stat_frames + 1)
-            with m.Elif(dinfo.spoof):
-                m.d.sync += self.stat_drop_spoof.eq(self.stat_drop_spoof + 1)
-            with m.Else():
-                m.d.sync += self.stat_drop_unknown.eq(self.stat_drop_unknown + 1)
         with m.Else():
             with m.If(self.m_hdr.valid & self.m_hdr.ready):
                 m.d.sync += hdr_done.eq(1)
-            if self.with_pkt:
-                with m.If(self.m_pkt.valid & self.m_pkt.ready):
-                    m.d.sync += pkt_done.eq(1)
+            with m.If(pkt_take):
+                m.d.sync += pkt_done.eq(1)
             with m.If(beat_go):
                 m.d.sync += in_frame.eq(1)
                 with m.If(f.payload.last):
