@@ -300,9 +300,13 @@ class FrameRealigner(wiring.Component):
             m.d.comb += [produce.eq(cur_valid & can_out), consume.eq(produce), last_now.eq(cur.last)]
         with m.Else():
             need_in = at[0] | uses_cur | consumes
-            # A frame end that leaves a beat over needs the hold register free.
-            room = ~(ends & has_tail) | ~pend_valid
-            can = (cur_valid | ~need_in) & (is_skip | can_out) & room
+            # A frame end that leaves a beat over needs the hold register free. Only a
+            # skip step can come to that while it is full (a producing step waits for it
+            # anyway), and then it waits on any last beat, not only one that leaves a
+            # beat over: `keep` stays off this path (only one-beat frames of wide paths
+            # have such a step).
+            tail_skip = any_step(lambda s: s.skip and bool(s.tail))
+            can = (cur_valid | ~need_in) & Mux(is_skip, ~(tail_skip & pend_valid & cur.last), can_out)
             m.d.comb += [
                 advance.eq(can),
                 produce.eq(can & ~is_skip),
