@@ -64,6 +64,7 @@ class FrameWindow(wiring.Component):
       beat leaves on ``m_axis`` this cycle; the owner performs its side effects
       (consume a side channel, push a header, count) in that cycle. A dropped frame
       is discarded at one beat per clock.
+    * ``m_first``: the beat at ``m_axis`` is its frame's first (a register).
     * ``frame_len``: on the last beat at ``m_axis``, the frame's length in bytes.
     * ``last_error`` (in): ORed into ``m_axis.payload.user`` on the last beat;
       ``mac_error``: the head beat's own ``user`` bit, before that.
@@ -96,6 +97,7 @@ class FrameWindow(wiring.Component):
                 "head_info": Out(info_width),
                 "verdict_ok": In(1),
                 "taken": Out(1),
+                "m_first": Out(1),
                 "frame_len": Out(16),
                 "last_error": In(1),
                 "mac_error": Out(1),
@@ -183,6 +185,7 @@ class FrameWindow(wiring.Component):
             self.m_axis.payload.last.eq(head.last),
             self.m_axis.payload.user.eq(head.user[0] | (head.last & self.last_error)),
             self.mac_error.eq(head.user[0]),
+            self.m_first.eq(head_first),
             self.taken.eq(self.head_valid & self.verdict_ok & (self.head_drop | self.m_axis.ready)),
             v_pop.eq(self.taken),
             # (the same as "a beat leaves, is dropped, or a dropped frame's head goes",

@@ -79,9 +79,9 @@ class GSEParser(wiring.Component):
 
     Timing: a frame's first beat leaves ``ceil(32 / W) + 1`` cycles after it arrived
     (W = bytes per beat; the checks get a cycle of their own), plus one output
-    register; input at one beat per
+    register, plus (``strip``) the realigner's input slice; input at one beat per
     clock, no bubble between back-to-back frames; never stalls unless ``m_axis`` or
-    ``m_hdr`` does.
+    ``m_hdr`` does. The ``stat_*`` counters count one clock after their event.
     """
 
     def __init__(self, data_width=64, strip=1, ethertype=GSE_ETHERTYPE):
@@ -113,7 +113,7 @@ class GSEParser(wiring.Component):
         # its last byte), so that the end-of-frame check is no adder and no wide compare.
         W = self.data_width // 8
         LW = max(1, W.bit_length() - 1)
-        check_layout = data.StructLayout({"on": 1, "last_idx": 16 - (W.bit_length() - 1), "lane": LW})
+        check_layout = data.StructLayout({"on": 1, "last_idx": 16 - (W.bit_length() - 1), "lane": W})
         info = data.StructLayout({"hdr": ParsedHeaderLayout, "reason": Reason, "chk": check_layout, "one": 1})
         m.submodules.window = window = FrameWindow(
             self.data_width,
@@ -162,7 +162,7 @@ class GSEParser(wiring.Component):
             expect_m1.eq(fields["len"] + (GSE_HEADER_BYTES - 1)),
             judged.chk.on.eq(is_gse & (fields["type"] == GSEType.DATA)),
             judged.chk.last_idx.eq(expect_m1 >> (W.bit_length() - 1)),
-            judged.chk.lane.eq(expect_m1[:LW] if W > 1 else 0),
+            judged.chk.lane.eq(C(1, W) << (expect_m1[:LW] if W > 1 else 0)),  # one-hot
             judged.one.eq(expect_m1 >> (W.bit_length() - 1) == 0),
             window.judge_info.eq(judged),
             window.judge_drop.eq(judge_drop),
@@ -192,7 +192,7 @@ class GSEParser(wiring.Component):
         chk_r = Signal(check_layout)
         at_end_r = Signal()  # the head beat (not a first) is the expected last one
         left_r = Signal(16 - (W.bit_length() - 1))
-        first = window.head_valid
+        first = window.m_first  # (only a judged first beat leaves: no need to ask more)
         chk = Signal(check_layout)
         at_end = Signal()
         m.d.comb += [chk.eq(Mux(first, verdict.chk, chk_r)), at_end.eq(Mux(first, verdict.one, at_end_r))]
@@ -208,7 +208,7 @@ class GSEParser(wiring.Component):
         lane_ok = C(0, 1)  # the head beat's highest byte is in lane `chk.lane`
         for e in range(W):
             top = keep[e] & ~keep[e + 1 :].any() if e + 1 < W else keep[e]
-            lane_ok = lane_ok | (top & (chk.lane == e)) if W > 1 else top
+            lane_ok = lane_ok | (top & chk.lane[e])
         len_error = Signal()
         m.d.comb += [len_error.eq(chk.on & ~(at_end & lane_ok)), window.last_error.eq(len_error)]
 
