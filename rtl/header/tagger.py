@@ -57,7 +57,9 @@ class GSETagger(wiring.Component):
     Timing: the first beat waits for ``ceil(14 / W)`` beats of the frame (W = bytes per
     beat), one cycle for the verdict, and its header; then one output beat per clock
     with no bubble between back-to-back frames. Output is registered; latency
-    ``ceil(14 / W) + 2`` cycles.
+    ``ceil(14 / W) + 3`` cycles (the realigner's input slice, which keeps the window's
+    ``ready`` and the ``s_hdr.ready`` it drives to registers, is one of them). The
+    ``stat_*`` counters count one clock after their event.
     """
 
     def __init__(self, data_width=64, ethertype=GSE_ETHERTYPE):
