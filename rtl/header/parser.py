@@ -191,6 +191,7 @@ class GSEParser(wiring.Component):
         # the last, uses the verdict itself.
         chk_r = Signal(check_layout)
         at_end_r = Signal()  # the head beat (not a first) is the expected last one
+        past_r = Signal()  # ... it follows the expected last one (a last beat of no bytes)
         left_r = Signal(16 - (W.bit_length() - 1))
         first = window.m_first  # (only a judged first beat leaves: no need to ask more)
         chk = Signal(check_layout)
@@ -201,16 +202,20 @@ class GSEParser(wiring.Component):
                 chk_r.eq(verdict.chk),
                 left_r.eq(verdict.chk.last_idx - 1),
                 at_end_r.eq(verdict.chk.last_idx == 1),
+                past_r.eq(verdict.one),
             ]
         with m.Elif(window.m_axis.valid & window.m_axis.ready):
-            m.d.sync += [left_r.eq(left_r - 1), at_end_r.eq(left_r == 1)]
+            m.d.sync += [left_r.eq(left_r - 1), at_end_r.eq(left_r == 1), past_r.eq(at_end_r)]
         keep = window.m_axis.payload.keep
         lane_ok = C(0, 1)  # the head beat's highest byte is in lane `chk.lane`
         for e in range(W):
             top = keep[e] & ~keep[e + 1 :].any() if e + 1 < W else keep[e]
             lane_ok = lane_ok | (top & chk.lane[e])
+        # (a last beat with no bytes: the frame ended with the beat before; a first beat
+        # never is one, it would be a runt)
+        empty_ok = ~first & past_r & ~keep.any() & chk.lane[W - 1]
         len_error = Signal()
-        m.d.comb += [len_error.eq(chk.on & ~(at_end & lane_ok)), window.last_error.eq(len_error)]
+        m.d.comb += [len_error.eq(chk.on & ~((at_end & lane_ok) | empty_ok)), window.last_error.eq(len_error)]
 
         if self.strip:
             m.submodules.realigner = realigner = FrameRealigner(
