@@ -207,10 +207,11 @@ class GSEParser(wiring.Component):
         with m.Elif(window.m_axis.valid & window.m_axis.ready):
             m.d.sync += [left_r.eq(left_r - 1), at_end_r.eq(left_r == 1), past_r.eq(at_end_r)]
         keep = window.m_axis.payload.keep
-        lane_ok = C(0, 1)  # the head beat's highest byte is in lane `chk.lane`
+        tops = []  # per lane: the head beat's highest byte is there and is expected there
         for e in range(W):
             top = keep[e] & ~keep[e + 1 :].any() if e + 1 < W else keep[e]
-            lane_ok = lane_ok | (top & chk.lane[e])
+            tops.append(top & chk.lane[e])
+        lane_ok = Cat(*tops).any()  # (a reduction, not a chain of ORs: a shallow tree)
         # (a last beat with no bytes: the frame ended with the beat before; a first beat
         # never is one, it would be a runt)
         empty_ok = ~first & past_r & ~keep.any() & chk.lane[W - 1]
