@@ -15,7 +15,8 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.stream import AXIStreamSignature
+from ..lib.skid_buffer import SkidBuffer
+from ..lib.stream import AXIStreamSignature, axis_beat_layout
 
 __all__ = ["FrameRealigner", "plan"]
 
@@ -125,17 +126,21 @@ class FrameRealigner(wiring.Component):
 
     Interface:
 
-    * ``s_axis``: input frames.
+    * ``s_axis``: input frames. ``ready`` is a function of registers only (the input
+      slice has room, and a frame's first beat also needs the head register free), so
+      that the sender's decisions never wait on this block's output side.
     * ``s_head``: the new head, byte ``k`` at ``s_head[8k:8k+8]``; ``s_bypass``: pass this
       frame unchanged. Both are sampled with the frame's first beat.
     * ``m_axis``: output frames, registered. ``user`` of the input's last beat goes
       out on the output's last beat.
 
-    Timing: one cycle of latency. When the output frame is longer than the input
-    (tagging), one output beat per clock; when it is shorter (untagging), one input
-    beat per clock. The beat that a frame's end may leave over is held in a second
-    register and goes out while the next frame's first beats are read, so there is no
-    bubble between back-to-back frames.
+    Timing: two cycles of latency (an input register slice, then the output register).
+    When the output frame is longer than the input (tagging), one output beat per clock;
+    when it is shorter (untagging), one input beat per clock for frames of at least two
+    beats (a frame's head register frees the clock after its first beat is read). The
+    beat that a frame's end may leave over is held in a second register and goes out
+    while the next frame's first beats are read, so there is no bubble between
+    back-to-back frames.
     """
 
     def __init__(self, data_width, head_in, head_out, *, min_frame=None, head_const=None):
@@ -160,11 +165,30 @@ class FrameRealigner(wiring.Component):
         W, steps = self.bytes_per_beat, self.steps
         K = len(steps) - 1
         assert K >= 1
-        cur = self.s_axis.payload
+        var_bits = [b for b in range(8 * self.head_out) if b not in self.head_const]
+
+        # Input slice: beats wait in a skid buffer, a frame's head in a register beside
+        # it, so that `s_axis.ready` is registers only (the sender's `ready` chain ends
+        # here). A first beat enters only when the head register is free.
+        m.submodules.in_slice = sl = SkidBuffer(axis_beat_layout(self.data_width))
+        in_first = Signal(init=1)  # the next input beat starts a frame
+        head_q = Signal(len(var_bits))
+        bypass_q = Signal()
+        head_q_valid = Signal()
+        head_ok = ~in_first | ~head_q_valid
+        m.d.comb += [
+            sl.s.valid.eq(self.s_axis.valid & head_ok),
+            sl.s.payload.eq(self.s_axis.payload),
+            self.s_axis.ready.eq(sl.s.ready & head_ok),
+        ]
+        in_push = self.s_axis.valid & self.s_axis.ready
+        with m.If(in_push):
+            m.d.sync += in_first.eq(self.s_axis.payload.last)
+        cur = sl.m.payload
+        cur_valid = sl.m.valid
 
         step = Signal(range(K + 1))
         bypass_r = Signal()
-        var_bits = [b for b in range(8 * self.head_out) if b not in self.head_const]
         head_r = Signal(len(var_bits))
         # Only the lanes of the previous beat that some step outputs are kept.
         prev_lanes = sorted({l[1] for s in steps for l in s.lanes if l[0] == "p"})
@@ -196,9 +220,10 @@ class FrameRealigner(wiring.Component):
             if b in self.head_const:
                 head_bits.append(C(self.head_const[b], 1))
             else:
-                head_bits.append(Mux(at[0], self.s_head[b], head_r[next(vb)]))
+                n = next(vb)
+                head_bits.append(Mux(at[0], head_q[n], head_r[n]))
         head = Cat(*head_bits)
-        bypass = Mux(at[0], self.s_bypass, bypass_r)
+        bypass = Mux(at[0], bypass_q, bypass_r)
         is_skip = any_step(lambda s: s.skip)
         uses_cur = any_step(lambda s: any(l[0] == "c" for l in s.lanes))
         consumes = any_step(lambda s: s.consume)
@@ -272,12 +297,16 @@ class FrameRealigner(wiring.Component):
         ends = cur.last & consumes & ~bypass
         has_tail = (cur.keep & cur_def) != 0
         with m.If(bypass):
-            m.d.comb += [produce.eq(self.s_axis.valid & can_out), consume.eq(produce), last_now.eq(cur.last)]
+            m.d.comb += [produce.eq(cur_valid & can_out), consume.eq(produce), last_now.eq(cur.last)]
         with m.Else():
             need_in = at[0] | uses_cur | consumes
-            # A frame end that leaves a beat over needs the hold register free.
-            room = ~(ends & has_tail) | ~pend_valid
-            can = (self.s_axis.valid | ~need_in) & (is_skip | can_out) & room
+            # A frame end that leaves a beat over needs the hold register free. Only a
+            # skip step can come to that while it is full (a producing step waits for it
+            # anyway), and then it waits on any last beat, not only one that leaves a
+            # beat over: `keep` stays off this path (only one-beat frames of wide paths
+            # have such a step).
+            tail_skip = any_step(lambda s: s.skip and bool(s.tail))
+            can = (cur_valid | ~need_in) & Mux(is_skip, ~(tail_skip & pend_valid & cur.last), can_out)
             m.d.comb += [
                 advance.eq(can),
                 produce.eq(can & ~is_skip),
@@ -285,7 +314,7 @@ class FrameRealigner(wiring.Component):
                 last_now.eq(ends & ~has_tail),
                 make_pend.eq(can & ends & has_tail),
             ]
-        m.d.comb += self.s_axis.ready.eq(consume)
+        m.d.comb += sl.m.ready.eq(consume)
 
         with m.If(produce):
             m.d.sync += [
@@ -310,9 +339,17 @@ class FrameRealigner(wiring.Component):
         with m.Elif(~produce & out_free):
             m.d.sync += pend_valid.eq(0)
 
-        # Frame bookkeeping.
-        with m.If(at[0] & (advance | consume)):
-            m.d.sync += [head_r.eq(Cat(*[self.s_head[b] for b in var_bits])), bypass_r.eq(self.s_bypass)]
+        # Frame bookkeeping: the head moves from the input side's register to the
+        # frame's own when the frame starts (which frees the first for the next frame).
+        take_head = at[0] & (advance | consume)
+        with m.If(take_head):
+            m.d.sync += [head_r.eq(head_q), bypass_r.eq(bypass_q), head_q_valid.eq(0)]
+        with m.If(in_push & in_first):
+            m.d.sync += [
+                head_q.eq(Cat(*[self.s_head[b] for b in var_bits])),
+                bypass_q.eq(self.s_bypass),
+                head_q_valid.eq(1),
+            ]
         with m.If(bypass):
             with m.If(consume):
                 m.d.sync += step.eq(Mux(cur.last, 0, 1))

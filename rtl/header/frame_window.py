@@ -11,10 +11,31 @@ from amaranth import *
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.register_fifo import register_fifo
 from ..lib.stream import AXIStreamSignature, axis_beat_layout
 
 __all__ = ["FrameWindow"]
+
+
+def _shift_fifo(m, name, depth, shape, push, w_data, pop):
+    """A FIFO of ``depth`` registers shifting towards entry 0, as
+    :func:`~opengse.rtl.lib.register_fifo.register_fifo`, with each entry's enable
+    written flat (``pop``, or a push into the first free entry), so that a late
+    ``pop`` adds one gate to the enables, not the whole slot selection."""
+    entries = [Signal(shape, name=f"{name}{k}") for k in range(depth)]
+    valids = [Signal(name=f"{name}{k}_valid") for k in range(depth)]
+    for k in range(depth):
+        v, v_next = valids[k], valids[k + 1] if k + 1 < depth else C(0)
+        v_prev = valids[k - 1] if k > 0 else C(1)
+        fill_stay = ~v & v_prev  # the first free entry, no pop
+        fill_pop = v & ~v_next  # the first free entry once the head leaves
+        with m.If(pop | (push & fill_stay)):
+            m.d.sync += valids[k].eq(Mux(pop, v_next | (push & fill_pop), 1))
+            with m.If(push & Mux(pop, fill_pop, fill_stay)):
+                m.d.sync += entries[k].eq(w_data)
+            if k + 1 < depth:
+                with m.Else():
+                    m.d.sync += entries[k].eq(entries[k + 1])
+    return entries, valids
 
 
 class FrameWindow(wiring.Component):
@@ -43,6 +64,7 @@ class FrameWindow(wiring.Component):
       beat leaves on ``m_axis`` this cycle; the owner performs its side effects
       (consume a side channel, push a header, count) in that cycle. A dropped frame
       is discarded at one beat per clock.
+    * ``m_first``: the beat at ``m_axis`` is its frame's first (a register).
     * ``frame_len``: on the last beat at ``m_axis``, the frame's length in bytes.
     * ``last_error`` (in): ORed into ``m_axis.payload.user`` on the last beat;
       ``mac_error``: the head beat's own ``user`` bit, before that.
@@ -75,6 +97,7 @@ class FrameWindow(wiring.Component):
                 "head_info": Out(info_width),
                 "verdict_ok": In(1),
                 "taken": Out(1),
+                "m_first": Out(1),
                 "frame_len": Out(16),
                 "last_error": In(1),
                 "mac_error": Out(1),
@@ -130,7 +153,7 @@ class FrameWindow(wiring.Component):
             w_entry.last.eq(beat.last),
             w_entry.user.eq(Cat(beat.user[0], in_first)),
         ]
-        entries, valids = register_fifo(m, "beat", D, entry_layout, push, w_entry, pop)
+        entries, valids = _shift_fifo(m, "beat", D, entry_layout, push, w_entry, pop)
 
         # Verdicts, one per frame whose first beat is still in the beat FIFO.
         v_pop = Signal()
@@ -140,7 +163,7 @@ class FrameWindow(wiring.Component):
         # Frames of at least 60 bytes never have more than a couple of verdicts waiting;
         # a burst of runts may briefly hold the input instead.
         VD = max(2, min(D, -(-D * W // 60) + 1))
-        verdicts, v_valids = register_fifo(m, "verdict", VD, v_layout, judge_now, v_in, v_pop)
+        verdicts, v_valids = _shift_fifo(m, "verdict", VD, v_layout, judge_now, v_in, v_pop)
         v_room = ~v_valids[VD - 1] & ~(v_valids[VD - 2] & judge_now)
         m.d.comb += self.s_axis.ready.eq(~valids[D - 1] & v_room)
 
@@ -162,12 +185,18 @@ class FrameWindow(wiring.Component):
             self.m_axis.payload.last.eq(head.last),
             self.m_axis.payload.user.eq(head.user[0] | (head.last & self.last_error)),
             self.mac_error.eq(head.user[0]),
+            self.m_first.eq(head_first),
             self.taken.eq(self.head_valid & self.verdict_ok & (self.head_drop | self.m_axis.ready)),
             v_pop.eq(self.taken),
+            # (the same as "a beat leaves, is dropped, or a dropped frame's head goes",
+            # written as one choice on `head_first` for a shallow enable)
             pop.eq(
-                (self.m_axis.valid & self.m_axis.ready)
-                | (valids[0] & ~head_first & dropping)
-                | (self.taken & self.head_drop)
+                valids[0]
+                & Mux(
+                    head_first,
+                    v_valids[0] & self.verdict_ok & (self.head_drop | self.m_axis.ready),
+                    dropping | self.m_axis.ready,
+                )
             ),
         ]
         with m.If(pop):

@@ -79,9 +79,9 @@ class GSEParser(wiring.Component):
 
     Timing: a frame's first beat leaves ``ceil(32 / W) + 1`` cycles after it arrived
     (W = bytes per beat; the checks get a cycle of their own), plus one output
-    register; input at one beat per
+    register, plus (``strip``) the realigner's input slice; input at one beat per
     clock, no bubble between back-to-back frames; never stalls unless ``m_axis`` or
-    ``m_hdr`` does.
+    ``m_hdr`` does. The ``stat_*`` counters count one clock after their event.
     """
 
     def __init__(self, data_width=64, strip=1, ethertype=GSE_ETHERTYPE):
@@ -108,8 +108,13 @@ class GSEParser(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        # The verdict carries the parsed header and the drop reason with the frame.
-        info = data.StructLayout({"hdr": ParsedHeaderLayout, "reason": Reason})
+        # The verdict carries the parsed header, the drop reason and the DATA length
+        # check, precomputed from `len` (the expected last beat's index and the lane of
+        # its last byte), so that the end-of-frame check is no adder and no wide compare.
+        W = self.data_width // 8
+        LW = max(1, W.bit_length() - 1)
+        check_layout = data.StructLayout({"on": 1, "last_idx": 16 - (W.bit_length() - 1), "lane": W})
+        info = data.StructLayout({"hdr": ParsedHeaderLayout, "reason": Reason, "chk": check_layout, "one": 1})
         m.submodules.window = window = FrameWindow(
             self.data_width,
             TAGGED_HEADER_BYTES,
@@ -125,7 +130,8 @@ class GSEParser(wiring.Component):
         fields = unpack_header(cap[ETH_HEADER_BYTES:])
         eth_type = Cat(cap[13], cap[12])
         has_eth = window.cap_present[0]
-        is_gse = has_eth & (eth_type == self.ethertype)
+        is_gse = Signal()
+        m.d.comb += is_gse.eq(has_eth & (eth_type == self.ethertype))
         judged = Signal(info)
         for name, _o, _n, _l, _w in GSE_FIELDS:
             m.d.comb += judged.hdr[name].eq(Mux(is_gse, fields[name], 0))
@@ -135,17 +141,32 @@ class GSEParser(wiring.Component):
             judged.hdr.eth_src.eq(Cat(*reversed(cap[6:12]))),
             judged.hdr.eth_type.eq(eth_type),
         ]
-        with m.If(~has_eth | (is_gse & ~window.cap_present[1])):
+        short = ~has_eth | (is_gse & ~window.cap_present[1])
+        bad_ver = is_gse & (fields["ver"] != GSE_VERSION)
+        bad_type = is_gse & (fields["type"] > max(t.value for t in GSEType))
+        bad_ttl = is_gse & (fields["ttl"] == 0)
+        with m.If(short):
             m.d.comb += judged.reason.eq(Reason.RUNT)
-        with m.Elif(is_gse & (fields["ver"] != GSE_VERSION)):
+        with m.Elif(bad_ver):
             m.d.comb += judged.reason.eq(Reason.VER)
-        with m.Elif(is_gse & (fields["type"] > max(t.value for t in GSEType))):
+        with m.Elif(bad_type):
             m.d.comb += judged.reason.eq(Reason.TYPE)
-        with m.Elif(is_gse & (fields["ttl"] == 0)):
+        with m.Elif(bad_ttl):
             m.d.comb += judged.reason.eq(Reason.TTL)
         with m.Else():
             m.d.comb += judged.reason.eq(Reason.PASS)
-        m.d.comb += [window.judge_info.eq(judged), window.judge_drop.eq(judged.reason != Reason.PASS)]
+        # (a flat OR, not `reason != PASS`: the drop bit is on the window's ready chain)
+        judge_drop = short | bad_ver | bad_type | bad_ttl
+        expect_m1 = Signal(16)  # the frame's expected length less one
+        m.d.comb += [
+            expect_m1.eq(fields["len"] + (GSE_HEADER_BYTES - 1)),
+            judged.chk.on.eq(is_gse & (fields["type"] == GSEType.DATA)),
+            judged.chk.last_idx.eq(expect_m1 >> (W.bit_length() - 1)),
+            judged.chk.lane.eq(C(1, W) << (expect_m1[:LW] if W > 1 else 0)),  # one-hot
+            judged.one.eq(expect_m1 >> (W.bit_length() - 1) == 0),
+            window.judge_info.eq(judged),
+            window.judge_drop.eq(judge_drop),
+        ]
 
         verdict = Signal(info)
         m.d.comb += verdict.eq(window.head_info)
@@ -164,19 +185,38 @@ class GSEParser(wiring.Component):
             hdr_pop.eq(self.m_hdr.valid & self.m_hdr.ready),
         ]
 
-        # End-of-frame check of DATA `len`, with the first beat possibly the last.
-        check_r = Signal()
-        expect_r = Signal(16)
-        check_now = hdr.gse & (hdr.type == GSEType.DATA)
-        expect_now = Signal(16)
-        m.d.comb += expect_now.eq(hdr.len + GSE_HEADER_BYTES)
+        # End-of-frame check of DATA `len`: the frame must end on the expected beat
+        # (a down-count from the verdict's beat index, as a registered "this is the
+        # beat" flag) with its last byte in the expected lane. The first beat, possibly
+        # the last, uses the verdict itself.
+        chk_r = Signal(check_layout)
+        at_end_r = Signal()  # the head beat (not a first) is the expected last one
+        past_r = Signal()  # ... it follows the expected last one (a last beat of no bytes)
+        left_r = Signal(16 - (W.bit_length() - 1))
+        first = window.m_first  # (only a judged first beat leaves: no need to ask more)
+        chk = Signal(check_layout)
+        at_end = Signal()
+        m.d.comb += [chk.eq(Mux(first, verdict.chk, chk_r)), at_end.eq(Mux(first, verdict.one, at_end_r))]
         with m.If(window.taken):
-            m.d.sync += [check_r.eq(check_now), expect_r.eq(expect_now)]
-        first = window.head_valid
-        check = Mux(first, check_now, check_r)
-        expect = Mux(first, expect_now, expect_r)
+            m.d.sync += [
+                chk_r.eq(verdict.chk),
+                left_r.eq(verdict.chk.last_idx - 1),
+                at_end_r.eq(verdict.chk.last_idx == 1),
+                past_r.eq(verdict.one),
+            ]
+        with m.Elif(window.m_axis.valid & window.m_axis.ready):
+            m.d.sync += [left_r.eq(left_r - 1), at_end_r.eq(left_r == 1), past_r.eq(at_end_r)]
+        keep = window.m_axis.payload.keep
+        tops = []  # per lane: the head beat's highest byte is there and is expected there
+        for e in range(W):
+            top = keep[e] & ~keep[e + 1 :].any() if e + 1 < W else keep[e]
+            tops.append(top & chk.lane[e])
+        lane_ok = Cat(*tops).any()  # (a reduction, not a chain of ORs: a shallow tree)
+        # (a last beat with no bytes: the frame ended with the beat before; a first beat
+        # never is one, it would be a runt)
+        empty_ok = ~first & past_r & ~keep.any() & chk.lane[W - 1]
         len_error = Signal()
-        m.d.comb += [len_error.eq(check & (window.frame_len != expect)), window.last_error.eq(len_error)]
+        m.d.comb += [len_error.eq(chk.on & ~((at_end & lane_ok) | empty_ok)), window.last_error.eq(len_error)]
 
         if self.strip:
             m.submodules.realigner = realigner = FrameRealigner(
@@ -202,26 +242,36 @@ class GSEParser(wiring.Component):
         def bump(counter):
             return counter.eq(counter + 1)
 
-        with m.If(window.taken):
-            with m.Switch(verdict.reason):
-                with m.Case(Reason.RUNT):
-                    m.d.sync += bump(self.stat_drop_runt)
-                with m.Case(Reason.VER):
-                    m.d.sync += bump(self.stat_drop_ver)
-                with m.Case(Reason.TYPE):
-                    m.d.sync += bump(self.stat_drop_type)
-                with m.Case(Reason.TTL):
-                    m.d.sync += bump(self.stat_drop_ttl)
-                with m.Case(Reason.PASS):
-                    with m.If(hdr.gse):
-                        m.d.sync += bump(self.stat_frames)
-                    with m.Else():
-                        m.d.sync += bump(self.stat_other)
+        # Counters lag their event by a clock: the strobes are registered first, so
+        # that no counter's enable hangs off the window's ready chain.
+        ev = {
+            k: Signal(name=f"ev_{k}")
+            for k in ("runt", "ver", "type", "ttl", "frames", "other", "err_len", "err_frame")
+        }
+        taken, reason = window.taken, verdict.reason
         last_out = window.m_axis.valid & window.m_axis.ready & window.m_axis.payload.last
-        with m.If(last_out & len_error):
-            m.d.sync += bump(self.stat_err_len)
-        with m.If(last_out & window.mac_error):
-            m.d.sync += bump(self.stat_err_frame)
+        m.d.sync += [
+            ev["runt"].eq(taken & (reason == Reason.RUNT)),
+            ev["ver"].eq(taken & (reason == Reason.VER)),
+            ev["type"].eq(taken & (reason == Reason.TYPE)),
+            ev["ttl"].eq(taken & (reason == Reason.TTL)),
+            ev["frames"].eq(taken & (reason == Reason.PASS) & hdr.gse),
+            ev["other"].eq(taken & (reason == Reason.PASS) & ~hdr.gse),
+            ev["err_len"].eq(last_out & len_error),
+            ev["err_frame"].eq(last_out & window.mac_error),
+        ]
+        for k, counter in [
+            ("runt", self.stat_drop_runt),
+            ("ver", self.stat_drop_ver),
+            ("type", self.stat_drop_type),
+            ("ttl", self.stat_drop_ttl),
+            ("frames", self.stat_frames),
+            ("other", self.stat_other),
+            ("err_len", self.stat_err_len),
+            ("err_frame", self.stat_err_frame),
+        ]:
+            with m.If(ev[k]):
+                m.d.sync += bump(counter)
         return m
 
 

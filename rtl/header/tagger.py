@@ -57,7 +57,9 @@ class GSETagger(wiring.Component):
     Timing: the first beat waits for ``ceil(14 / W)`` beats of the frame (W = bytes per
     beat), one cycle for the verdict, and its header; then one output beat per clock
     with no bubble between back-to-back frames. Output is registered; latency
-    ``ceil(14 / W) + 2`` cycles.
+    ``ceil(14 / W) + 3`` cycles (the realigner's input slice, which keeps the window's
+    ``ready`` and the ``s_hdr.ready`` it drives to registers, is one of them). The
+    ``stat_*`` counters count one clock after their event.
     """
 
     def __init__(self, data_width=64, ethertype=GSE_ETHERTYPE):
@@ -141,16 +143,26 @@ class GSETagger(wiring.Component):
         ]
         wiring.connect(m, realigner.m_axis, wiring.flipped(self.m_axis))
 
-        with m.If(window.taken):
-            with m.If(runt):
-                m.d.sync += self.stat_drop_runt.eq(self.stat_drop_runt + 1)
-            with m.Elif(spoof):
-                m.d.sync += self.stat_drop_spoof.eq(self.stat_drop_spoof + 1)
-            with m.Else():
-                m.d.sync += self.stat_frames.eq(self.stat_frames + 1)
+        # Counters lag their event by a clock (registered strobes): their enables stay
+        # off the window's ready chain.
+        ev_runt, ev_spoof, ev_frame, ev_err = (
+            Signal(name=f"ev_{n}") for n in ("runt", "spoof", "frame", "err")
+        )
         last_out = window.m_axis.valid & window.m_axis.ready & window.m_axis.payload.last
-        with m.If(last_out & window.m_axis.payload.user):
-            m.d.sync += self.stat_err_frame.eq(self.stat_err_frame + 1)
+        m.d.sync += [
+            ev_runt.eq(window.taken & runt),
+            ev_spoof.eq(window.taken & spoof),
+            ev_frame.eq(window.taken & ~window.head_drop),
+            ev_err.eq(last_out & window.m_axis.payload.user),
+        ]
+        for ev, counter in [
+            (ev_runt, self.stat_drop_runt),
+            (ev_spoof, self.stat_drop_spoof),
+            (ev_frame, self.stat_frames),
+            (ev_err, self.stat_err_frame),
+        ]:
+            with m.If(ev):
+                m.d.sync += counter.eq(counter + 1)
         return m
 
 
