@@ -17,9 +17,10 @@ class EtherTypeSplit(wiring.Component):
 
     A :class:`~.packet_demux.PacketDemux` steers, but its select must be there with a
     packet's first beat, and the EtherType is in beat ``k = 13 // (data_width / 8)``
-    (beat 1 at 64 bits). So the packet goes through a window of ``k + 2`` registered
-    beats (:func:`~.select_window.select_window`); the select of each packet is made as
-    its beat ``k`` enters the window and waits in a register FIFO of as many entries.
+    (beat 1 at 64 bits). So the packet goes through an input register (so that the
+    compare starts from registers) and a window of ``k + 2`` registered beats
+    (:func:`~.select_window.select_window`); the select of each packet is made as its
+    beat ``k`` enters the window and waits in a register FIFO of as many entries.
 
     Parameters: ``ethertype`` (16 bits), ``data_width`` (a power of two, 8..512),
     ``user_width``.
@@ -27,8 +28,8 @@ class EtherTypeSplit(wiring.Component):
     Interface:
 
     * ``s_axis`` (in, AXI4-Stream): Ethernet frames, byte 0 (the destination MAC's
-      first byte) in ``tdata[7:0]``. ``tready`` is a register: low only while the
-      window is full (an output stalls).
+      first byte) in ``tdata[7:0]``. ``tready`` is one gate of registers: low only
+      while the input register and the window are full (an output stalls).
     * ``m_axis[0]`` (out): frames of another EtherType, and frames too short to carry
       one (the packet ends before byte 13, or byte 13's ``tkeep`` bit is clear);
     * ``m_axis[1]`` (out): frames of ``ethertype``. ``tuser`` passes unchanged: a bad
@@ -36,9 +37,9 @@ class EtherTypeSplit(wiring.Component):
       is the receiver's (the bit is known only at the end).
 
     Timing: 1 beat per clock, no idle clock between packets, when the outputs are
-    ready; latency ``k + 2`` clocks (3 at 64 bits): the select needs beat ``k``, then
-    the demux's output register. While the output a packet goes to stalls, the window
-    fills and the input stalls (order on the input is kept); the split itself never
+    ready; latency ``k + 3`` clocks (4 at 64 bits): the input register, the select
+    needs beat ``k``, then the demux's output register. While the output a packet goes
+    to stalls, the window fills and the input stalls (order on the input is kept); the split itself never
     waits for anything but an output's ``tready``, so it stalls the input no longer
     than that output does.
     """
@@ -56,7 +57,16 @@ class EtherTypeSplit(wiring.Component):
         m = Module()
         bpb = self.data_width // 8
         k, k12 = 13 // bpb, 12 // bpb  # the beats holding bytes 13 and 12
-        s = self.s_axis
+        # the input lands in a plain register (no multiplexer before it): the select
+        # compare starts from it, not from the sender's logic (a MAC's FIFO read). It
+        # moves on whenever the window has room, so its tready needs no skid.
+        s = AXIStreamSignature(self.data_width, self.user_width).create(path=("in",))
+        in_ready = ~s.valid | s.ready  # s.ready: the window's, a register
+        m.d.comb += self.s_axis.ready.eq(in_ready)
+        with m.If(in_ready):
+            m.d.sync += s.valid.eq(self.s_axis.valid)
+        with m.If(self.s_axis.valid & in_ready):
+            m.d.sync += s.payload.eq(self.s_axis.payload)
         m.submodules.demux = demux = PacketDemux(2, self.data_width, self.user_width)
         for i in range(2):
             wiring.connect(m, demux.m_axis[i], wiring.flipped(self.m_axis[i]))

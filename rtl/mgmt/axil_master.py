@@ -27,11 +27,12 @@ class AXI4LiteMaster(wiring.Component):
 
     A command whose 32-bit address has a bit set at or above ``addr_width`` does not
     reach the bus (it would alias a mapped word): it is answered DECERR in the next
-    clock (a read's data 0).
+    clock but one (a read's data 0).
 
-    Timing: the command is registered at its handshake; AW and W are raised together in
-    the next clock and each drops at its own handshake; the response is registered from
-    the B (or R) handshake, and a write's response carries the data written.
+    Timing: the command is registered at its handshake (only its high address bits
+    reduced to a flag) and decoded in the next clock; AW and W (or AR) are raised together in the
+    clock after that and each drops at its own handshake; the response is registered
+    from the B (or R) handshake, and a write's response carries the data written.
     """
 
     def __init__(self, addr_width=16):
@@ -73,21 +74,29 @@ class AXI4LiteMaster(wiring.Component):
         with m.If(rsp.valid & rsp.ready):
             m.d.sync += rsp.valid.eq(0)
 
+        high = Signal()  # the address has a bit at or above addr_width
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += cmd.ready.eq(~rsp.valid)
+                # registered (the high address bits as a flag), decoded in the next clock
                 with m.If(cmd.valid & cmd.ready):
                     m.d.sync += [write.eq(cmd.payload.write), addr.eq(cmd.payload.addr[:aw])]
-                    m.d.sync += wdata.eq(cmd.payload.data)
-                    with m.If(cmd.payload.addr[aw:] != 0 if aw < 32 else 0):
-                        m.d.sync += [rsp.valid.eq(1), rsp.payload.resp.eq(STATUS_DECERR)]
-                        m.d.sync += rsp.payload.data.eq(Mux(cmd.payload.write, cmd.payload.data, 0))
-                    with m.Elif(cmd.payload.write):
-                        m.d.sync += [self.m_axil_awvalid.eq(1), self.m_axil_wvalid.eq(1)]
-                        m.next = "WRITE"
-                    with m.Else():
-                        m.d.sync += self.m_axil_arvalid.eq(1)
-                        m.next = "READ"
+                    m.d.sync += [
+                        wdata.eq(cmd.payload.data),
+                        high.eq(cmd.payload.addr[aw:] != 0 if aw < 32 else 0),
+                    ]
+                    m.next = "DECODE"
+            with m.State("DECODE"):
+                with m.If(high):
+                    m.d.sync += [rsp.valid.eq(1), rsp.payload.resp.eq(STATUS_DECERR)]
+                    m.d.sync += rsp.payload.data.eq(Mux(write, wdata, 0))
+                    m.next = "IDLE"
+                with m.Elif(write):
+                    m.d.sync += [self.m_axil_awvalid.eq(1), self.m_axil_wvalid.eq(1)]
+                    m.next = "WRITE"
+                with m.Else():
+                    m.d.sync += self.m_axil_arvalid.eq(1)
+                    m.next = "READ"
             with m.State("WRITE"):
                 with m.If(self.m_axil_awready):
                     m.d.sync += self.m_axil_awvalid.eq(0)

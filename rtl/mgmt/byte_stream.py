@@ -27,7 +27,12 @@ class BeatsToBytes(wiring.Component):
     the bytes up to the first clear ``tkeep`` bit are passed. A beat with ``tkeep[0]``
     clear (no byte at all) passes its byte 0 with ``user[0]`` (frame error) set, so
     the packet it belongs to is dropped as bad. Throughput: one byte per clock; a beat is taken in
-    the clock its last byte goes (so back-to-back beats flow without a gap)."""
+    the clock its last byte goes (so back-to-back beats flow without a gap).
+
+    Timing: the beat is held in a shift register that moves a byte down per byte taken,
+    so ``m_bytes``' byte is a register (no byte multiplexer) and "last byte of the
+    beat" is one register bit; ``s_axis.tready`` is ``~full | (m_bytes.ready & that
+    bit)``."""
 
     def __init__(self, data_width=64, user_width=1):
         self.data_width, self.user_width = check_data_width(data_width), user_width
@@ -43,34 +48,29 @@ class BeatsToBytes(wiring.Component):
         n = self.data_width // 8
         s, o = self.s_axis, self.m_bytes
         beat_data, beat_last, beat_user = Signal(self.data_width), Signal(), Signal(self.user_width)
-        keep_hi = Signal(n - 1)  # tkeep[n-1:1]
+        more = Signal(n - 1)  # more[0]: a byte follows the one on the output (tkeep, shifted)
         no_byte = Signal()  # tkeep[0] was 0
         full = Signal()
-        idx = Signal(range(n))
-        end_of_beat = Signal()
-        m.d.comb += end_of_beat.eq(~Cat(keep_hi, Const(0, 1)).bit_select(idx, 1))
+        end_of_beat = ~more[0] if n > 1 else Const(1, 1)
         m.d.comb += [
             o.valid.eq(full),
-            o.payload.data.eq(beat_data.word_select(idx, 8)),
+            o.payload.data.eq(beat_data[:8]),
             o.payload.last.eq(beat_last & end_of_beat),
             o.payload.user.eq(Cat(beat_user[0] | no_byte, beat_user[1:])),
             s.ready.eq(~full | (o.ready & end_of_beat)),
         ]
         with m.If(o.valid & o.ready):
-            m.d.sync += idx.eq(idx + 1)
+            m.d.sync += [beat_data.eq(beat_data >> 8), more.eq(more >> 1)]
             with m.If(end_of_beat):
-                m.d.sync += [full.eq(0), idx.eq(0)]
+                m.d.sync += full.eq(0)
         with m.If(s.valid & s.ready):
             m.d.sync += [
                 beat_data.eq(s.payload.data),
                 beat_last.eq(s.payload.last),
                 beat_user.eq(s.payload.user),
-            ]
-            m.d.sync += [
-                keep_hi.eq(s.payload.keep[1:]),
+                more.eq(s.payload.keep[1:]),
                 no_byte.eq(~s.payload.keep[0]),
                 full.eq(1),
-                idx.eq(0),
             ]
         return m
 

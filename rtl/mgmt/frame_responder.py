@@ -50,6 +50,11 @@ class FrameResponder(wiring.Component):
       ``max_records``, an unknown op, shorter than its records), ``stat_bad_key``,
       else ``stat_requests``. ``stat_bus_errors``: records answered SLVERR or DECERR.
 
+    Timing: the verdict is made in the clock after the frame's last byte, from registered
+    flags (no byte is taken in that clock); each record is read from the record memory
+    into the ``m_cmd`` register a clock before it is offered (``m_cmd``'s ``valid`` and
+    payload are registers).
+
     A dropped frame never touches the bus: records are stored as they arrive, and the
     accesses start only after the frame's last byte passed every check. Bytes after
     the last record (Ethernet padding) are ignored. Records run in order; one that
@@ -96,28 +101,42 @@ class FrameResponder(wiring.Component):
             "seq": Signal(16),
             "count": Signal(8),
         }
-        k = Signal(range(n + 1))  # record being executed / sent
+        # record being stored / executed / sent: the memory's only address, so that no
+        # state decode runs into its read
+        k = Signal(range(n + 1))
+        m.d.comb += [rp.addr.eq(k), wp.addr.eq(k)]
+        k_last = Signal()  # k + 1 == count, registered (k settles clocks before its use)
+        m.d.sync += k_last.eq(k + 1 == st["count"])
         # the response's last byte index, registered from the count (stable from the
         # request's verdict on, many clocks before the response starts)
         last_index = Signal(range(max(P.MIN_FRAME_BYTES, P.HEADER_BYTES + P.RECORD_BYTES * n)))
         assert P.RECORD_BYTES == 12  # 12 x count as two shifts (no multiplier)
         unpadded = P.HEADER_BYTES + (st["count"] << 3) + (st["count"] << 2)
         m.d.sync += last_index.eq(Mux(unpadded < P.MIN_FRAME_BYTES, P.MIN_FRAME_BYTES, unpadded) - 1)
+        cmd = self.m_cmd
+        # receiving: a register (not a decode of the state), so that a byte's logic
+        # starts from registers only
+        rx_on = Signal(init=1)
+        accept = self._receive(m, rx.m_bytes, wp, st, k, rx_on)
         with m.FSM():
             with m.State("RX"):
-                self._receive(m, rx.m_bytes, wp, st)
-            with m.State("EXEC"):
-                m.d.comb += rp.addr.eq(k)
-                m.d.comb += [
-                    self.m_cmd.valid.eq(1),
-                    self.m_cmd.payload.write.eq(rp.data.op == P.OP_WRITE),
-                    self.m_cmd.payload.addr.eq(rp.data.addr),
-                    self.m_cmd.payload.data.eq(rp.data.data),
+                with m.If(accept):
+                    m.d.sync += rx_on.eq(0)
+                    m.next = "FETCH"
+            with m.State("FETCH"):  # record k into the command register
+                m.d.sync += [
+                    cmd.valid.eq(1),
+                    cmd.payload.write.eq(rp.data.op == P.OP_WRITE),
+                    cmd.payload.addr.eq(rp.data.addr),
+                    cmd.payload.data.eq(rp.data.data),
                 ]
-                with m.If(self.m_cmd.ready):
+                m.next = "EXEC"
+            with m.State("EXEC"):
+                with m.If(cmd.ready):
+                    m.d.sync += cmd.valid.eq(0)
                     m.next = "WAIT"
             with m.State("WAIT"):
-                m.d.comb += [rp.addr.eq(k), self.s_rsp.ready.eq(1), wp.addr.eq(k)]
+                m.d.comb += self.s_rsp.ready.eq(1)
                 m.d.comb += [wp.data.op.eq(rp.data.op), wp.data.addr.eq(rp.data.addr)]
                 m.d.comb += [
                     wp.data.status.eq(self.s_rsp.payload.resp),
@@ -128,105 +147,121 @@ class FrameResponder(wiring.Component):
                     with m.If(self.s_rsp.payload.resp != P.STATUS_OKAY):
                         m.d.sync += self.stat_bus_errors.eq(self.stat_bus_errors + 1)
                     m.d.sync += k.eq(k + 1)
-                    with m.If(k + 1 == st["count"]):
+                    with m.If(k_last):
                         m.d.sync += k.eq(0)
                         m.next = "TX"
                     with m.Else():
-                        m.next = "EXEC"
+                        m.next = "FETCH"
             with m.State("TX"):
                 with m.If(self._transmit(m, tx.s_bytes, rp, st, k, last_index)):
-                    m.d.sync += k.eq(0)
+                    m.d.sync += [k.eq(0), rx_on.eq(1)]
                     m.next = "RX"
         return m
 
-    def _receive(self, m, b, wp, st):
-        """Parse a request a byte at a time; store its records; the verdict at its end."""
+    def _receive(self, m, b, wp, st, k, rx_on):
+        """Parse a request a byte at a time; store its records (record ``k``); the
+        verdict in the clock after its last byte, from registered flags (no byte is
+        taken in that clock). What the next byte is checked against (``exp``,
+        ``chk_fmt``, ``chk_key``) and where it falls (``in_body``, ``rec_end``) are
+        registered with ``pos`` and ``rec_byte``, so a byte meets only its own compare.
+        Bytes are taken while ``rx_on``; returns the signal true when a request passed
+        every check (the clock of its verdict)."""
         n = self.max_records
         pos = Signal(range(P.HEADER_BYTES + 1))  # saturates at the first record byte
+        in_body = Signal()  # pos == HEADER_BYTES
         rec_byte = Signal(range(P.RECORD_BYTES))
-        rec_num = Signal(range(n + 1))
-        remaining = Signal(8)  # records still to come: count - rec_num, kept as a counter
+        rec_end = Signal()  # rec_byte == RECORD_BYTES - 1
+        remaining = Signal(8)  # records still to come, kept as a counter
+        rec_due = Signal()  # remaining != 0, kept with it
         op, addr, wdata = Signal(8), Signal(32), Signal(32)
         port_ok, bad_fmt, bad_key = Signal(), Signal(), Signal()
         fmt_now, key_now = Signal(), Signal()
+        judge, truncated, bad_frame = Signal(), Signal(), Signal()
+        exp, chk_fmt, chk_key = Signal(8), Signal(), Signal()
         byte = b.payload.data
-        m.d.comb += b.ready.eq(1)
+        take = Signal()
+        accept = Signal()
+        m.d.comb += [b.ready.eq(rx_on & ~judge), take.eq(b.valid & b.ready)]
 
-        def expect(value):
-            m.d.comb += fmt_now.eq(byte != value)
-
-        key = Const(self.key, 64)
-        in_rec = (pos == P.HEADER_BYTES) & (remaining != 0)
+        # the header bytes checked, by position: format, then the key
+        fixed = [P.ETHERTYPE >> 8, P.ETHERTYPE & 0xFF, P.MAGIC >> 8, P.MAGIC & 0xFF, P.VERSION, 0]
+        checks = {12 + i: (v, 0) for i, v in enumerate(fixed)}
+        checks.update({18 + i: (self.key >> 8 * (7 - i) & 0xFF, 1) for i in range(8)})
         completes = Signal()
-        m.d.comb += completes.eq(in_rec & (rec_byte == P.RECORD_BYTES - 1))
-        with m.Switch(pos):
-            for i in range(6):
-                with m.Case(6 + i):
-                    m.d.sync += st["src"].word_select(i, 8).eq(byte)
-            with m.Case(12):
-                expect(P.ETHERTYPE >> 8)
-            with m.Case(13):
-                expect(P.ETHERTYPE & 0xFF)
-            with m.Case(14):
-                expect(P.MAGIC >> 8)
-            with m.Case(15):
-                expect(P.MAGIC & 0xFF)
-            with m.Case(16):
-                expect(P.VERSION)
-            with m.Case(17):
-                expect(0)
-            for i in range(8):
-                with m.Case(18 + i):
-                    m.d.comb += key_now.eq(byte != _be_byte(key, 8, i))
-            with m.Case(26):
-                m.d.sync += st["seq"][8:].eq(byte)
-            with m.Case(27):
-                m.d.sync += st["seq"][:8].eq(byte)
-            with m.Case(28):
-                m.d.sync += [st["count"].eq(byte), remaining.eq(byte)]
-                m.d.comb += fmt_now.eq((byte == 0) | (byte > n))
-            with m.Case(P.HEADER_BYTES):
-                with m.If(in_rec):
-                    with m.Switch(rec_byte):
-                        with m.Case(0):
-                            m.d.sync += op.eq(byte)
-                        with m.Case(4, 5, 6, 7):
-                            m.d.sync += addr.eq((addr << 8) | byte)
-                        with m.Case(8, 9, 10, 11):
-                            m.d.sync += wdata.eq((wdata << 8) | byte)
-                    m.d.sync += rec_byte.eq(rec_byte + 1)
-                    with m.If(completes):
-                        m.d.sync += [rec_byte.eq(0), rec_num.eq(rec_num + 1), remaining.eq(remaining - 1)]
-                        m.d.comb += fmt_now.eq((op != P.OP_READ) & (op != P.OP_WRITE))
-                        m.d.comb += [
-                            wp.en.eq(b.valid),
-                            wp.addr.eq(rec_num),
-                            wp.data.op.eq(op),
-                            wp.data.status.eq(0),
-                            wp.data.addr.eq(addr),
-                            wp.data.data.eq((wdata << 8) | byte),
-                        ]
+        m.d.comb += completes.eq(in_body & rec_due & rec_end)
+        m.d.comb += [
+            fmt_now.eq(
+                (chk_fmt & (byte != exp))
+                | (~in_body & (pos == 28) & ((byte == 0) | (byte > n)))
+                | (completes & (op != P.OP_READ) & (op != P.OP_WRITE))
+            ),
+            key_now.eq(chk_key & (byte != exp)),
+        ]
+        with m.If(take):
+            m.d.sync += [chk_fmt.eq(0), chk_key.eq(0)]
+            with m.If(~in_body):
+                with m.Switch(pos):
+                    for i in range(6):
+                        with m.Case(6 + i):
+                            m.d.sync += st["src"].word_select(i, 8).eq(byte)
+                    with m.Case(26):
+                        m.d.sync += st["seq"][8:].eq(byte)
+                    with m.Case(27):
+                        m.d.sync += st["seq"][:8].eq(byte)
+                    with m.Case(28):
+                        m.d.sync += [st["count"].eq(byte), remaining.eq(byte), rec_due.eq(byte != 0)]
+                    with m.Case(29):
+                        m.d.sync += in_body.eq(1)
+                with m.Switch(pos):  # what the next byte is checked against
+                    for p, (value, is_key) in checks.items():
+                        with m.Case(p - 1):
+                            m.d.sync += [exp.eq(value), (chk_key if is_key else chk_fmt).eq(1)]
+            with m.Elif(rec_due):
+                with m.Switch(rec_byte):
+                    with m.Case(0):
+                        m.d.sync += op.eq(byte)
+                    with m.Case(4, 5, 6, 7):
+                        m.d.sync += addr.eq((addr << 8) | byte)
+                    with m.Case(8, 9, 10, 11):
+                        m.d.sync += wdata.eq((wdata << 8) | byte)
+                m.d.sync += [rec_byte.eq(rec_byte + 1), rec_end.eq(rec_byte == P.RECORD_BYTES - 2)]
+                with m.If(rec_end):
+                    m.d.sync += [rec_byte.eq(0), k.eq(k + 1), remaining.eq(remaining - 1)]
+                    m.d.sync += rec_due.eq(remaining != 1)
+                    m.d.comb += [
+                        wp.en.eq(1),
+                        wp.data.op.eq(op),
+                        wp.data.status.eq(0),
+                        wp.data.addr.eq(addr),
+                        wp.data.data.eq((wdata << 8) | byte),
+                    ]
 
         port_now = Signal()
         m.d.comb += port_now.eq(Mux(pos == 0, b.payload.user[1:] == self.allowed_port, port_ok))
-        with m.If(b.valid):
+        with m.If(take):
             m.d.sync += [bad_fmt.eq(bad_fmt | fmt_now), bad_key.eq(bad_key | key_now), port_ok.eq(port_now)]
-            with m.If(pos != P.HEADER_BYTES):
+            with m.If(~in_body):
                 m.d.sync += pos.eq(pos + 1)
             with m.If(b.payload.last):
-                truncated = (pos < P.HEADER_BYTES - 1) | (remaining != completes)
-                malformed = bad_fmt | fmt_now | b.payload.user[0] | truncated
-                with m.If(~port_now):
-                    m.d.sync += self.stat_bad_port.eq(self.stat_bad_port + 1)
-                with m.Elif(malformed):
-                    m.d.sync += self.stat_malformed.eq(self.stat_malformed + 1)
-                with m.Elif(bad_key | key_now):
-                    m.d.sync += self.stat_bad_key.eq(self.stat_bad_key + 1)
-                with m.Else():
-                    m.d.sync += self.stat_requests.eq(self.stat_requests + 1)
-                    m.next = "EXEC"
-                m.d.sync += [pos.eq(0), rec_byte.eq(0), rec_num.eq(0), remaining.eq(0)]
-                m.d.sync += [bad_fmt.eq(0), bad_key.eq(0)]
+                m.d.sync += [
+                    judge.eq(1),
+                    truncated.eq(~in_body | (remaining != completes)),
+                    bad_frame.eq(b.payload.user[0]),
+                ]
+                m.d.sync += [pos.eq(0), in_body.eq(0), rec_byte.eq(0), rec_end.eq(0)]
+                m.d.sync += [remaining.eq(0), rec_due.eq(0), chk_fmt.eq(0), chk_key.eq(0)]
+        with m.If(judge):  # the frame's verdict, every input a register
+            m.d.sync += [judge.eq(0), bad_fmt.eq(0), bad_key.eq(0), k.eq(0)]
+            with m.If(~port_ok):
+                m.d.sync += self.stat_bad_port.eq(self.stat_bad_port + 1)
+            with m.Elif(bad_fmt | truncated | bad_frame):
+                m.d.sync += self.stat_malformed.eq(self.stat_malformed + 1)
+            with m.Elif(bad_key):
+                m.d.sync += self.stat_bad_key.eq(self.stat_bad_key + 1)
+            with m.Else():
+                m.d.sync += self.stat_requests.eq(self.stat_requests + 1)
+                m.d.comb += accept.eq(1)
+        return accept
 
     def _transmit(self, m, o, rp, st, k, last_index):
         """Send the response a byte at a time into ``o``, whose ``valid`` and payload are
@@ -237,7 +272,6 @@ class FrameResponder(wiring.Component):
         sent = Signal.like(last_index)
         produced = Signal()  # the last byte has been offered
         byte = Signal(8)
-        m.d.comb += rp.addr.eq(k)
         header = {12: P.ETHERTYPE >> 8, 13: P.ETHERTYPE & 0xFF, 14: P.MAGIC >> 8, 15: P.MAGIC & 0xFF}
         header.update({16: P.VERSION, 17: P.FLAG_RESPONSE})
         with m.Switch(tpos):

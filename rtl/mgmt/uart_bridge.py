@@ -57,7 +57,9 @@ class UARTBridge(wiring.Component):
         count = Signal(range(P.UART_REQUEST_BYTES))
         csum = Signal(8)
         idle = Signal(range(self.idle_limit + 1))
-        resp = Signal(8 * (P.UART_RESPONSE_BYTES - 1))  # status, data, checksum: first at the top
+        resp = Signal(8 * (P.UART_RESPONSE_BYTES - 2))  # status, data: first byte at the top
+        neg_sum = Signal(8)  # 0 - the response bytes sent so far (after the sync byte)
+        is_write = Signal()
         sent = Signal(range(P.UART_RESPONSE_BYTES))
         op = body[-8:]
         addr = body[-40:-8]
@@ -88,11 +90,12 @@ class UARTBridge(wiring.Component):
                     m.next = "HUNT"
                 with m.Else():
                     m.d.sync += self.stat_requests.eq(self.stat_requests + 1)
+                    m.d.sync += is_write.eq(op == P.OP_WRITE)
                     m.next = "CMD"
             with m.State("CMD"):
                 m.d.comb += [
                     self.m_cmd.valid.eq(1),
-                    self.m_cmd.payload.write.eq(op == P.OP_WRITE),
+                    self.m_cmd.payload.write.eq(is_write),
                     self.m_cmd.payload.addr.eq(addr),
                     self.m_cmd.payload.data.eq(wdata),
                 ]
@@ -101,22 +104,23 @@ class UARTBridge(wiring.Component):
             with m.State("WAIT"):
                 m.d.comb += self.s_rsp.ready.eq(1)
                 with m.If(self.s_rsp.valid):
-                    rd = Signal(32)  # a write answers data 0
-                    m.d.comb += rd.eq(Mux(op == P.OP_WRITE, 0, self.s_rsp.payload.data))
-                    status = Cat(self.s_rsp.payload.resp, Const(0, 6))
-                    total = Signal(8)
-                    m.d.comb += total.eq(status + rd[:8] + rd[8:16] + rd[16:24] + rd[24:32])
-                    m.d.sync += [resp.eq(Cat((0 - total)[:8], rd, status)), sent.eq(0)]
+                    rd = Mux(is_write, 0, self.s_rsp.payload.data)  # a write answers data 0
+                    m.d.sync += [resp.eq(Cat(rd, self.s_rsp.payload.resp, Const(0, 6))), sent.eq(0)]
+                    m.d.sync += neg_sum.eq(0)
                     m.next = "SEND"
             with m.State("SEND"):
+                # sync, status, data[4], then the checksum: the negated sum of the bytes
+                # sent, added up as they leave (no adder tree on the response)
                 m.d.comb += tx.valid.eq(1)
-                m.d.comb += tx.payload.eq(P.UART_RESPONSE_SYNC)
-                with m.If(sent != 0):
-                    m.d.comb += tx.payload.eq(resp[-8:])
+                m.d.comb += tx.payload.eq(resp[-8:])
+                with m.If(sent == 0):
+                    m.d.comb += tx.payload.eq(P.UART_RESPONSE_SYNC)
+                with m.Elif(sent == P.UART_RESPONSE_BYTES - 1):
+                    m.d.comb += tx.payload.eq(neg_sum)
                 with m.If(tx.ready):
                     m.d.sync += sent.eq(sent + 1)
                     with m.If(sent != 0):
-                        m.d.sync += resp.eq(resp << 8)
+                        m.d.sync += [resp.eq(resp << 8), neg_sum.eq(neg_sum - resp[-8:])]
                     with m.If(sent == P.UART_RESPONSE_BYTES - 1):
                         m.next = "HUNT"
         return m

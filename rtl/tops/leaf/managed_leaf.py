@@ -7,6 +7,8 @@ from amaranth.lib.wiring import In, Out
 from ...config import GSEConfig
 from ...lib.ethertype_split import EtherTypeSplit
 from ...lib.packet_mux import PRIORITY, PacketMux
+from ...lib.skid_buffer import SkidBuffer
+from ...lib.stream import axis_beat_layout
 from ...mgmt import protocol as P
 from ...mgmt.management_port import ManagementPort, mgmt_register_block
 from ...regs.bank import port_name
@@ -46,9 +48,11 @@ class ManagedLeaf(wiring.Component):
     ``tready`` is no longer constant 1: it is low while the split's window is full,
     i.e. while a management frame waits for the management port (which takes one byte
     per clock and holds its input while a request executes and its response leaves).
-    Timing: the split adds 3 clocks at 64 bits to that port's ingress (docs of
+    Timing: the split adds 4 clocks at 64 bits to that port's ingress (docs of
     :class:`~opengse.rtl.lib.ethertype_split.EtherTypeSplit`), the merge 1 clock to its
-    egress.
+    egress. Management frames pass a register slice between the split and the port
+    (1 clock), so the port's ``tready`` (a byte-at-a-time parser's) stays off the
+    split's window and the leaf's ingress.
     """
 
     def __init__(
@@ -125,15 +129,19 @@ class ManagedLeaf(wiring.Component):
         # host port a: split by EtherType, responses merged ahead of the leaf's frames
         wiring.connect(m, wiring.flipped(self.s_axis_host[a]), split.s_axis)
         wiring.connect(m, split.m_axis[0], leaf.s_axis_host[a])
+        # a register slice to the management port: its tready (a byte-at-a-time parser's)
+        # does not run into the split's window and the leaf's ingress
         to_mgmt = split.m_axis[1]
+        m.submodules.to_mgmt = slice_ = SkidBuffer(axis_beat_layout(w, 1 + self.port_bits))
         m.d.comb += [
-            mgmt.s_axis.valid.eq(to_mgmt.valid),
-            to_mgmt.ready.eq(mgmt.s_axis.ready),
-            mgmt.s_axis.payload.data.eq(to_mgmt.payload.data),
-            mgmt.s_axis.payload.keep.eq(to_mgmt.payload.keep),
-            mgmt.s_axis.payload.last.eq(to_mgmt.payload.last),
-            mgmt.s_axis.payload.user.eq(Cat(to_mgmt.payload.user[0], Const(a, self.port_bits))),
+            slice_.s.valid.eq(to_mgmt.valid),
+            to_mgmt.ready.eq(slice_.s.ready),
+            slice_.s.payload.data.eq(to_mgmt.payload.data),
+            slice_.s.payload.keep.eq(to_mgmt.payload.keep),
+            slice_.s.payload.last.eq(to_mgmt.payload.last),
+            slice_.s.payload.user.eq(Cat(to_mgmt.payload.user[0], Const(a, self.port_bits))),
         ]
+        wiring.connect(m, slice_.m, mgmt.s_axis)
         wiring.connect(m, mgmt.m_axis, merge.s_axis[0])
         wiring.connect(m, leaf.m_axis_host[a], merge.s_axis[1])
         wiring.connect(m, merge.m_axis, wiring.flipped(self.m_axis_host[a]))
