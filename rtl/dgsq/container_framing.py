@@ -80,8 +80,7 @@ class ContainerFraming(wiring.Component):
     Timing
     ------
     No register on the data paths: ``m_deq``, ``m_done`` and ``m_meta`` are their
-    inputs plus the FIFO's registered head (its presence and queue kept as registers
-    of their own); ``ready`` runs straight back. One
+    inputs plus the FIFO's registered head; ``ready`` runs straight back. One
     descriptor per clock, except a clock per empty release retired.
     """
 
@@ -151,15 +150,14 @@ class ContainerFraming(wiring.Component):
             with m.If(done.payload.pkts == 0):
                 m.d.sync += self.stat_empty_releases.eq(self.stat_empty_releases + 1)
 
-        # Descriptors: the head release's destination added. The head's presence and
-        # queue are kept in registers (no pointer compare or memory select before the
-        # descriptor's ready); an entry's empty flag is cleared when it is written, so
-        # it is set only once its report has passed.
+        # Descriptors: the head release's destination added.
         head = dp[:abits]
-        have_head = Signal()  # n_desc != 0
-        head_q = Signal(self.queue_bits)  # q_mem[head]
+        have_head = n_desc != 0
+        reported = n_rep < n_desc  # the head's report has passed
         skip = Signal()
-        m.d.comb += skip.eq(have_head & (e_mem[head] | (desc.valid & (desc.payload.queue != head_q))))
+        m.d.comb += skip.eq(
+            have_head & ((reported & e_mem[head]) | (desc.valid & (desc.payload.queue != q_mem[head])))
+        )
         ln = desc.payload.len
         m.d.comb += [
             meta.valid.eq(desc.valid & have_head & ~skip),
@@ -170,18 +168,8 @@ class ContainerFraming(wiring.Component):
             meta.payload.len.eq(Mux(ln >= GSE_HEADER_BYTES, ln - GSE_HEADER_BYTES, 0)),
             meta.payload.last.eq(desc.payload.last),
         ]
-        wr = deq.valid & deq.ready
         with m.If(skip | (meta.valid & meta.ready & desc.payload.last)):
-            nxt = dp + 1
-            m.d.sync += [
-                dp.eq(nxt),
-                have_head.eq(wr | (n_desc != 1)),
-                head_q.eq(Mux(n_desc == 1, rel.payload.queue, q_mem[nxt[:abits]])),
-            ]
-        with m.Elif(wr):
-            m.d.sync += have_head.eq(1)
-            with m.If(~have_head):
-                m.d.sync += head_q.eq(rel.payload.queue)
+            m.d.sync += dp.eq(dp + 1)
         return m
 
 

@@ -160,19 +160,13 @@ class FrameRealigner(wiring.Component):
             }
         )
 
-    def elaborate(self, platform):
-        m = Module()
-        W, steps = self.bytes_per_beat, self.steps
-        K = len(steps) - 1
-        assert K >= 1
-        var_bits = [b for b in range(8 * self.head_out) if b not in self.head_const]
-
-        # Input slice: beats wait in a skid buffer, a frame's head in a register beside
-        # it, so that `s_axis.ready` is registers only (the sender's `ready` chain ends
-        # here). A first beat enters only when the head register is free.
+    def _input_slice(self, m, head_bits):
+        """Input slice: beats wait in a skid buffer, a frame's head in a register beside
+        it, so that ``s_axis.ready`` is registers only (the sender's ``ready`` chain ends
+        here). A first beat enters only when the head register is free."""
         m.submodules.in_slice = sl = SkidBuffer(axis_beat_layout(self.data_width))
         in_first = Signal(init=1)  # the next input beat starts a frame
-        head_q = Signal(len(var_bits))
+        head_q = Signal(head_bits)
         bypass_q = Signal()
         head_q_valid = Signal()
         head_ok = ~in_first | ~head_q_valid
@@ -184,6 +178,16 @@ class FrameRealigner(wiring.Component):
         in_push = self.s_axis.valid & self.s_axis.ready
         with m.If(in_push):
             m.d.sync += in_first.eq(self.s_axis.payload.last)
+        return sl, in_first, head_q, bypass_q, head_q_valid, in_push
+
+    def elaborate(self, platform):
+        m = Module()
+        W, steps = self.bytes_per_beat, self.steps
+        K = len(steps) - 1
+        assert K >= 1
+        var_bits = [b for b in range(8 * self.head_out) if b not in self.head_const]
+
+        sl, in_first, head_q, bypass_q, head_q_valid, in_push = self._input_slice(m, len(var_bits))
         cur = sl.m.payload
         cur_valid = sl.m.valid
 

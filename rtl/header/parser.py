@@ -189,17 +189,19 @@ class GSEParser(wiring.Component):
         # (a down-count from the verdict's beat index, as a registered "this is the
         # beat" flag) with its last byte in the expected lane. The first beat, possibly
         # the last, uses the verdict itself.
-        chk_r = Signal(check_layout)
+        end_layout = data.StructLayout({"on": 1, "lane": W})  # what the last beat tests
+        chk_r = Signal(end_layout)
         at_end_r = Signal()  # the head beat (not a first) is the expected last one
         past_r = Signal()  # ... it follows the expected last one (a last beat of no bytes)
         left_r = Signal(16 - (W.bit_length() - 1))
         first = window.m_first  # (only a judged first beat leaves: no need to ask more)
-        chk = Signal(check_layout)
+        chk = Signal(end_layout)
         at_end = Signal()
-        m.d.comb += [chk.eq(Mux(first, verdict.chk, chk_r)), at_end.eq(Mux(first, verdict.one, at_end_r))]
+        v_end = Cat(verdict.chk.on, verdict.chk.lane)
+        m.d.comb += [chk.eq(Mux(first, v_end, chk_r)), at_end.eq(Mux(first, verdict.one, at_end_r))]
         with m.If(window.taken):
             m.d.sync += [
-                chk_r.eq(verdict.chk),
+                chk_r.eq(v_end),
                 left_r.eq(verdict.chk.last_idx - 1),
                 at_end_r.eq(verdict.chk.last_idx == 1),
                 past_r.eq(verdict.one),

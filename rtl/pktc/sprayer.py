@@ -184,20 +184,8 @@ class ContainerSprayer(wiring.Component):
         m.d.comb += min_load.eq(Cat(*load).word_select(choice, LOAD_BITS))
 
         # ---- seq table ------------------------------------------------------------------
-        # Next container seq per destination node: one block RAM, registered read.
-        m.submodules.seq_table = st = SRAM(16, self.nodes)
-        nbits = len(st.r0_addr)
+        st, clearing = self._seq_table(m)
         meta = self.s_meta
-        m.d.comb += st.r0_addr.eq(meta.payload.dst_node[:nbits])
-        # After reset the table is cleared (one entry per clock) before the first
-        # container starts, so that seq restarts at 0 together with the reorder buffers.
-        clearing = Signal(init=1)
-        clear_addr = Signal(nbits)
-        with m.If(clearing):
-            m.d.comb += [st.w_en.eq(1), st.w_addr.eq(clear_addr), st.w_data.eq(0)]
-            m.d.sync += clear_addr.eq(clear_addr + 1)
-            with m.If(clear_addr == self.nodes - 1):
-                m.d.sync += clearing.eq(0)
         meta_seen = Signal()  # the table output matches the head descriptor
         # ---- packet/container state ----------------------------------------------------------
         in_pkt = Signal()  # inside a packet (data or control)
@@ -300,7 +288,7 @@ class ContainerSprayer(wiring.Component):
                 ]
                 m.d.comb += [
                     st.w_en.eq(1),
-                    st.w_addr.eq(meta.payload.dst_node[:nbits]),
+                    st.w_addr.eq(meta.payload.dst_node[: len(st.w_addr)]),
                     st.w_data.eq(st.r0_data + 1),
                 ]
                 m.d.comb += cont_start.eq(1)
@@ -363,6 +351,23 @@ class ContainerSprayer(wiring.Component):
         )
         self._loads(m, acc, choice_ok, min_load, healthy, healthy_prev, load)
         return m
+
+    def _seq_table(self, m):
+        """The seq table and its clearing after reset: ``(sram, clearing)``."""
+        # Next container seq per destination node: one block RAM, registered read.
+        m.submodules.seq_table = st = SRAM(16, self.nodes)
+        nbits = len(st.r0_addr)
+        m.d.comb += st.r0_addr.eq(self.s_meta.payload.dst_node[:nbits])
+        # After reset the table is cleared (one entry per clock) before the first
+        # container starts, so that seq restarts at 0 together with the reorder buffers.
+        clearing = Signal(init=1)
+        clear_addr = Signal(nbits)
+        with m.If(clearing):
+            m.d.comb += [st.w_en.eq(1), st.w_addr.eq(clear_addr), st.w_data.eq(0)]
+            m.d.sync += clear_addr.eq(clear_addr + 1)
+            with m.If(clear_addr == self.nodes - 1):
+                m.d.sync += clearing.eq(0)
+        return st, clearing
 
     def _counters(self, m, streams, take, take_data, take_ctrl, up_now, cont_start, choice):
         """``stat_bytes`` and ``stat_containers`` per uplink, a clock after the beat

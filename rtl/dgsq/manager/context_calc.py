@@ -68,7 +68,7 @@ class ContextCalc(wiring.Component):
         r_next_pos_d = Mux(r_neg_d, r_a_pos_d, cur.pg != 0)
         p_nb = Signal(25)
         p_thr = Signal(17)
-        p_lim = Signal(26)
+        p_lim = Signal(len(Cat(C(0, LCU), p_thr) + granted))
         npg_m1 = Signal(4)
         r_zero = Signal()
         m.d.comb += [
@@ -91,8 +91,6 @@ class ContextCalc(wiring.Component):
                 res.r_gt.eq(r_gt_d),
                 res.r_neg.eq(r_neg_d),
                 res.r_a.eq(cur.bal_pg - op.rel_bytes),
-                res.r_a_pos.eq(r_a_pos_d),
-                res.pg_nz.eq(cur.pg != 0),
                 res.r_zero.eq(r_zero),
                 res.npg_m1.eq(npg_m1),
                 res.v_big.eq(cur.voids + r_zero),
@@ -102,9 +100,7 @@ class ContextCalc(wiring.Component):
                 res.npg_nz.eq(cur.npg != 0),
                 res.npg_m1_nz.eq(cur.npg[1:] != 0),
                 res.r_a_rem.eq(cur.bal_pg - op.rel_bytes - CUB),
-                res.r_a_big.eq(r_a_big_d),
                 res.pg_rem.eq(cur.pg - CUB),
-                res.pg_big.eq(cur.pg > CUB),
                 res.g_pg.eq(cur.pg + (op.g_len << 6)),
                 res.g_balpg.eq(cur.bal_pg + (op.g_len << 6)),
                 res.g_credit.eq(cur.balance + (op.g_len << 6)),

@@ -123,7 +123,6 @@ def calc_layout(n_ctx):
             "r_gt": 1,  # REL: backlog > bytes (backlog left)
             "r_neg": 1,  # REL: balance - bytes < 0
             "r_a": signed(26),  # REL: balance + pg - bytes
-            "r_a_pos": 1,  # REL: balance + pg - bytes > 0
             "r_zero": 1,  # REL: the release sent nothing (bytes == 0)
             "npg_m1": 4,  # npg - 1, floored at 0
             "npg_nz": 1,  # npg != 0
@@ -134,11 +133,8 @@ def calc_layout(n_ctx):
             "v_all": VOID_BITS,  # voids + npg_m1 + r_zero
             "v_none": VOID_BITS,  # voids + npg + r_zero
             "v_inc": VOID_BITS,  # voids + 1
-            "pg_nz": 1,  # pg != 0
             "r_a_rem": signed(26),  # REL: balance + pg - bytes - container
-            "r_a_big": 1,  # REL: balance + pg - bytes > container
             "pg_rem": signed(26),  # REL: pg - container
-            "pg_big": 1,  # REL: pg > container
             "g_pg": 24,  # GRANT: pg + credit
             "g_balpg": signed(24),  # GRANT: balance + pg + credit
             "g_credit": signed(26),  # GRANT: balance + credit
