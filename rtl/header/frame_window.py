@@ -11,31 +11,10 @@ from amaranth import *
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..lib.register_fifo import register_fifo
 from ..lib.stream import AXIStreamSignature, axis_beat_layout
 
 __all__ = ["FrameWindow"]
-
-
-def _shift_fifo(m, name, depth, shape, push, w_data, pop):
-    """A FIFO of ``depth`` registers shifting towards entry 0, as
-    :func:`~opengse.rtl.lib.register_fifo.register_fifo`, with each entry's enable
-    written flat (``pop``, or a push into the first free entry), so that a late
-    ``pop`` adds one gate to the enables, not the whole slot selection."""
-    entries = [Signal(shape, name=f"{name}{k}") for k in range(depth)]
-    valids = [Signal(name=f"{name}{k}_valid") for k in range(depth)]
-    for k in range(depth):
-        v, v_next = valids[k], valids[k + 1] if k + 1 < depth else C(0)
-        v_prev = valids[k - 1] if k > 0 else C(1)
-        fill_stay = ~v & v_prev  # the first free entry, no pop
-        fill_pop = v & ~v_next  # the first free entry once the head leaves
-        with m.If(pop | (push & fill_stay)):
-            m.d.sync += valids[k].eq(Mux(pop, v_next | (push & fill_pop), 1))
-            with m.If(push & Mux(pop, fill_pop, fill_stay)):
-                m.d.sync += entries[k].eq(w_data)
-            if k + 1 < depth:
-                with m.Else():
-                    m.d.sync += entries[k].eq(entries[k + 1])
-    return entries, valids
 
 
 class FrameWindow(wiring.Component):
@@ -153,7 +132,7 @@ class FrameWindow(wiring.Component):
             w_entry.last.eq(beat.last),
             w_entry.user.eq(Cat(beat.user[0], in_first)),
         ]
-        entries, valids = _shift_fifo(m, "beat", D, entry_layout, push, w_entry, pop)
+        entries, valids = register_fifo(m, "beat", D, entry_layout, push, w_entry, pop)
 
         # Verdicts, one per frame whose first beat is still in the beat FIFO.
         v_pop = Signal()
@@ -163,7 +142,7 @@ class FrameWindow(wiring.Component):
         # Frames of at least 60 bytes never have more than a couple of verdicts waiting;
         # a burst of runts may briefly hold the input instead.
         VD = max(2, min(D, -(-D * W // 60) + 1))
-        verdicts, v_valids = _shift_fifo(m, "verdict", VD, v_layout, judge_now, v_in, v_pop)
+        verdicts, v_valids = register_fifo(m, "verdict", VD, v_layout, judge_now, v_in, v_pop)
         v_room = ~v_valids[VD - 1] & ~(v_valids[VD - 2] & judge_now)
         m.d.comb += self.s_axis.ready.eq(~valids[D - 1] & v_room)
 
