@@ -15,9 +15,12 @@ PHY is in reset, and the core (and the transmit side that brings the link up on 
 end) must run regardless. Each RGMII receive side has its own ``rx`` domain from its
 RXC (:mod:`.rgmii_port`).
 
-Resets: ``sync``, ``tx`` (and ``tx90``) are held in reset until the PLL reports lock,
-and then released synchronously (an :class:`amaranth.lib.cdc.ResetSynchronizer` each);
-``rst_resource`` (a board button, optional) also resets them. The top adds the domains
+Resets: ``sync`` and ``tx`` are held in reset until the PLL reports lock, and then
+released synchronously; ``rst_resource`` (a board button, optional) also resets them.
+Both domains reset asynchronously (``async_reset=True``: asserted at once, released a
+few clocks later): ``sync``'s reset reaches every flip-flop of the core on a global
+network (:class:`~.global_reset.GlobalReset`), ``tx``'s (a MAC's transmit side, a few
+hundred flip-flops) through an :class:`amaranth.lib.cdc.ResetSynchronizer`. The top adds the domains
 to its module (:meth:`BoardClocks.domains`); this component drives their clocks and
 resets. ``locked`` (out) is the PLL's lock, synchronised to ``sync``. The 125 MHz
 constraints come from nextpnr, which derives each PLL output's frequency from the
@@ -29,6 +32,7 @@ from amaranth.lib import io, wiring
 from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
 from amaranth.lib.wiring import Out
 
+from .global_reset import GlobalReset
 from .pll import ECP5PLL
 
 __all__ = ["BoardClocks", "CORE_HZ"]
@@ -49,7 +53,7 @@ class BoardClocks(wiring.Component):
     def domains(self):
         """The domains this drives, for the top to add to its own module (a domain is
         defined where it is used or above: Amaranth 0.6 requires it)."""
-        out = [ClockDomain("sync"), ClockDomain("tx")]
+        out = [ClockDomain("sync", async_reset=True), ClockDomain("tx", async_reset=True)]
         if self.tx90:
             out.append(ClockDomain("tx90", reset_less=True))
         return out
@@ -68,7 +72,8 @@ class BoardClocks(wiring.Component):
             m.d.comb += reset.eq(~pll.locked | rst_buf.i)
 
         m.d.comb += [ClockSignal("sync").eq(pll.clk_out), ClockSignal("tx").eq(pll.clk_out)]
-        m.submodules.sync_reset = ResetSynchronizer(reset, domain="sync")
+        m.submodules.sync_reset = sync_reset = GlobalReset("sync")
+        m.d.comb += sync_reset.arst.eq(reset)
         m.submodules.tx_reset = ResetSynchronizer(reset, domain="tx")
         if self.tx90:
             m.d.comb += ClockSignal("tx90").eq(pll.clk_shifted)
