@@ -18,9 +18,10 @@ RXC (:mod:`.rgmii_port`).
 Resets: ``sync`` and ``tx`` are held in reset until the PLL reports lock, and then
 released synchronously; ``rst_resource`` (a board button, optional) also resets them.
 Both domains reset asynchronously (``async_reset=True``: asserted at once, released a
-few clocks later): ``sync``'s reset reaches every flip-flop of the core on a global
-network (:class:`~.global_reset.GlobalReset`), ``tx``'s (a MAC's transmit side, a few
-hundred flip-flops) through an :class:`amaranth.lib.cdc.ResetSynchronizer`. The top adds the domains
+few clocks later): ``sync``'s reset reaches every flip-flop of the core on the ECP5's
+global set/reset network (:class:`~.global_reset.GlobalReset`), ``tx``'s (a MAC's
+transmit side, a few hundred flip-flops) through an
+:class:`amaranth.lib.cdc.ResetSynchronizer`. The top adds the domains
 to its module (:meth:`BoardClocks.domains`); this component drives their clocks and
 resets. ``locked`` (out) is the PLL's lock, synchronised to ``sync``. The 125 MHz
 constraints come from nextpnr, which derives each PLL output's frequency from the
