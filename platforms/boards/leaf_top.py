@@ -92,6 +92,10 @@ SIZES = {
 class LeafTop(Elaboratable):
     """The board's leaf (see the module docstring)."""
 
+    #: nextpnr's router for ``gse build``: its default (router1) did not converge on the
+    #: ECPIX-5 leaf (overused wires for hours); router2 routed it in 90 iterations.
+    nextpnr_router = "router2"
+
     def __init__(self, board, sizes=None, start_cycles=1 << 29, phy_reset_cycles=1 << 20):
         self.board = board
         self.sizes = sizes or SIZES[board.name]
