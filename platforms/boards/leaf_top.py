@@ -84,7 +84,14 @@ class Sizes:
 
 #: Board name -> the leaf built for it.
 SIZES = {
-    "colorlight-5a75b": Sizes(),
+    # The LFE5U-25F: a 32-bit datapath (4 Gb/s at 125 MHz, twice its two 1 Gb/s RGMII
+    # ports; the MACs' core side as in the self-test) halves every beat-wide register
+    # (slices, FIFOs, parsers' windows); a two-board fabric has 2 host nodes, each host
+    # one context per destination (tc and tenant are per port), so at most 2 requesters
+    # per egress port: 4 queues and 4 arbiter slots leave a spare each. Packed, it is
+    # still 124 % of the 25F's LUT4 sites and 104 % of its FFs: the rest (counters and
+    # register bank, the arbiter's lanes) does not scale with sizes (docs/boards.md)
+    "colorlight-5a75b": Sizes(data_width=32, nodes=2, queues=4, n_req=4),
     "ecpix5-85": Sizes(host_ports=2, voq_buffer_bytes=16384, egress_buffer_bytes=8192, reorder_window=4),
 }
 

@@ -1,5 +1,6 @@
 """Test-only build of :class:`~opengse.rtl.tops.leaf.managed_leaf.ManagedLeaf`: a small
-leaf (1 host port x 2 uplinks, 4 nodes, the board leaves' buffer sizes) with the
+leaf (the Colorlight board leaf's sizes: 1 host port x 2 uplinks, 2 nodes, its buffers;
+64-bit unless ``data_width`` says otherwise) with the
 management port of tests/mgmt (its key, an 8-clock UART bit), for gsectl end to end
 against a real leaf (cocotb_managed_leaf.py), in both modes (``lb`` 0 GSE, as the board
 leaves; 1 ECMP). One build per mode (``build/sim/managed_leaf-...-lb<n>-...``).

@@ -66,3 +66,48 @@ def test_leaf_ecmp_loopback_2x2():
 @pytest.mark.parametrize("lb", [0, 1], ids=["gse", "ecmp"])
 def test_leaf_loopback_4x4(lb):
     run_leaf(LOOP, {"lb": lb, "host_ports": 4, "uplinks": 4}, "cocotb_leaf_loop")
+
+
+#: GSEConfig fields the catalog leaf's factory takes (``rtl/tops/leaf/__init__.py``)
+BOARD_CFG_KEYS = (
+    "data_width",
+    "host_ports",
+    "uplinks",
+    "nodes",
+    "queues",
+    "tenants",
+    "voq_buffer_bytes",
+    "egress_buffer_bytes",
+    "container_bytes",
+    "reorder_window",
+    "max_inflight",
+    "uplink_queue_bytes",
+)
+
+
+def board_leaf_spec(board):
+    """The catalog leaf cut to a board leaf's sizes (platforms/boards/leaf_top.py: its
+    ``Sizes``, data width included, and GSELeaf's defaults for what ``LeafTop`` does not
+    set: link ``delay`` 100, the timers), without the board's management port and MACs."""
+    from opengse.platforms.boards.leaf_top import SIZES
+
+    sz = SIZES[board]
+    cfg = sz.config()
+    params = {"lb": 0, **{k: getattr(cfg, k) for k in BOARD_CFG_KEYS}, "delay": 100}
+    params.update(
+        host_store_bytes=sz.host_store_bytes,
+        fab_store_bytes=sz.fab_store_bytes,
+        max_frame_bytes=sz.max_frame_bytes,
+        slot_bytes=sz.slot_bytes,
+        n_req=sz.n_req,
+    )
+    return dataclasses.replace(get_block("leaf"), name=f"leaf_{board.replace('-', '_')}", params=params)
+
+
+# In the default regression (a build of its own, about 1 minute here): the only leaf
+# test at 32 bits, the width the Colorlight board leaf is built at.
+@pytest.mark.timeout(3600)
+def test_leaf_colorlight_sizes_loopback():
+    """The Colorlight 5A-75B leaf's sizes (1 x 2, its data width: 32 bits), host 0 to
+    itself over both looped-back uplinks: the board leaf's datapath at its width."""
+    run_leaf(board_leaf_spec("colorlight-5a75b"), None, "cocotb_leaf_loop")

@@ -356,6 +356,7 @@ def _leaf(lb=0, **params):
         "uplinks",
         "nodes",
         "queues",
+        "tenants",
         "voq_buffer_bytes",
         "egress_buffer_bytes",
         "reorder_window",
