@@ -78,11 +78,12 @@ class AXI4LiteRegisterBank(wiring.Component):
     the write takes effect and ``bvalid`` rises (registered). So a write whose AW and W
     arrive together is answered three clocks later. A read's address is registered at
     its AR handshake and held until its response has gone; the read then goes through
-    registered stages, each a multiplexer on address bits of its own: an 8-to-1 on bits
-    4:2 (it samples the live values), then 16-to-1s on four bits each, the last
-    registering ``rdata`` and ``rresp`` with ``rvalid``. So ``rvalid`` rises
-    ``2 + ceil((addr_width - 5) / 4)`` clocks after the AR handshake: four for a map of
-    2 to 8 KB (the leaf's 1344 bytes take 11 address bits). ``arready`` is low from the
+    registered stages: a clock after the handshake every word registers its own select
+    (a decode of the held address), then an AND-OR of each aligned group of 8 words with
+    their selects (it samples the live values), then 16-to-1 multiplexers on four
+    address bits each, the last registering ``rdata`` and ``rresp`` with ``rvalid``. So
+    ``rvalid`` rises ``3 + ceil((addr_width - 5) / 4)`` clocks after the AR handshake:
+    five for a map of 2 to 8 KB (the leaf's 1344 bytes take 11 address bits). ``arready`` is low from the
     AR handshake until the R handshake. One write and one read are in flight at a time;
     the two channels are independent.
     """
@@ -233,13 +234,18 @@ class AXI4LiteRegisterBank(wiring.Component):
 
     def _read_side(self, m, snapshots):
         # The AR handshake registers the word address, which then stays put until the
-        # response has gone (arready is low meanwhile). Each stage after it is a
-        # registered multiplexer on address bits of its own: stage 1 picks the word
-        # within every aligned group of 8 (sampling the live values, and the
-        # high words of the wide register addressed, in one clock), each later stage
-        # picks one of 16 groups, the last registers rdata and rresp with rvalid.
-        # Unmapped words are constant 0 with a 0 ``mapped`` bit, which rides along.
-        # (A decode of every word of a block into one register was 10 LUT levels.)
+        # response has gone (arready is low meanwhile). A clock later every mapped word
+        # registers its own select (a decode of the held address: one flip-flop per
+        # word, each a different function, so the placer puts it beside its word's
+        # multiplexer; the one address register drove every leaf multiplexer across
+        # the chip, and their outputs crossed it again to stage 1 in the same clock:
+        # 10.8 ns on the ECPIX-5 leaf). Stage 1 is then an AND-OR of every aligned group
+        # of 8 words with their selects (sampling the live values, and the high words
+        # of the wide register addressed, in one clock); each later stage is a
+        # registered multiplexer picking one of 16 groups on address bits of its own,
+        # the last registering rdata and rresp with rvalid. Unmapped words are
+        # constant 0 with a 0 ``mapped`` bit, which rides along (a group with no
+        # select set gives the same).
         abits = self.addr_width - 2
         ar_addr = Signal(abits)  # word address
         busy = Signal()  # a read is in flight, from AR to R handshake
@@ -248,7 +254,8 @@ class AXI4LiteRegisterBank(wiring.Component):
         while splits[-1] < abits:
             splits.append(min(abits, splits[-1] + _SEL_BITS))
         n_stages = len(splits) - 1
-        token = Signal(n_stages)  # token[k]: stage k + 1 registers in this clock
+        # token[0]: the selects register; token[k]: stage k registers, in this clock
+        token = Signal(n_stages + 1)
         m.d.comb += self.s_axil_arready.eq(~busy)
         m.d.sync += token.eq(token << 1)
         with m.If(self.s_axil_arvalid & self.s_axil_arready):
@@ -256,20 +263,33 @@ class AXI4LiteRegisterBank(wiring.Component):
         with m.If(rvalid & self.s_axil_rready):
             m.d.sync += [rvalid.eq(0), busy.eq(0)]
 
-        # Leaves: 32 data bits and the mapped bit of every mapped word.
-        level = {}
+        # Leaves: 32 data bits and the mapped bit of every mapped word, and its select.
+        level, hit = {}, {}
         for addr, (blk, reg, i, w) in self.regmap.words().items():
+            index = addr // WORD_BYTES
+            hit[index] = Signal(name=f"rd_hit_{index}")
+            m.d.sync += hit[index].eq(ar_addr == index)
             if w == 0:
                 value = self._value(blk, reg, i)[:32]
                 if reg.words > 1:  # reading the low word snapshots the others
                     snap = snapshots[(blk.name, reg.name, i)]
-                    with m.If(token[0] & (ar_addr == addr // WORD_BYTES)):
+                    with m.If(token[1] & hit[index]):
                         m.d.sync += snap.eq(self._value(blk, reg, i)[32:])
             else:
                 value = snapshots[(blk.name, reg.name, i)][32 * (w - 1) : 32 * w]
-            level[addr // WORD_BYTES] = Cat(value, C(0, 32 - len(value)), C(1, 1))
+            level[index] = Cat(value, C(0, 32 - len(value)), C(1, 1))
 
-        for stage in range(n_stages):
+        n = splits[1]
+        groups = {}
+        for index, value in level.items():
+            groups.setdefault(index >> n, []).append(Mux(hit[index], value, 0))
+        if n_stages == 1:  # a map of one group: its AND-OR is the last stage
+            last = _or_all(groups.get(0, [C(0, 33)]))
+        level = {}
+        for g, terms in groups.items():
+            reg = level[g] = Signal(33, name=f"rd_s1_{g}")
+            m.d.sync += reg.eq(_or_all(terms))
+        for stage in range(1, n_stages):
             sel = ar_addr[splits[stage] : splits[stage + 1]]
             n = len(sel)
             groups = {}
@@ -281,14 +301,22 @@ class AXI4LiteRegisterBank(wiring.Component):
             for g, members in groups.items():
                 reg = level[g] = Signal(33, name=f"rd_s{stage + 1}_{g}")
                 m.d.sync += reg.eq(_mux_tree(members, sel))
-        last = Signal(33)
-        m.d.comb += last.eq(_mux_tree(groups.get(0, {}), sel))
-        with m.If(token[n_stages - 1]):
+        if n_stages > 1:
+            last = Signal(33)
+            m.d.comb += last.eq(_mux_tree(groups.get(0, {}), sel))
+        with m.If(token[n_stages]):
             m.d.sync += [
                 rvalid.eq(1),
                 self.s_axil_rdata.eq(last[:32]),
                 self.s_axil_rresp.eq(Mux(last[32], RESP_OKAY, RESP_DECERR)),
             ]
+
+
+def _or_all(terms):
+    """The OR of ``terms`` as a balanced tree."""
+    while len(terms) > 1:
+        terms = [terms[k] | terms[k + 1] if k + 1 < len(terms) else terms[k] for k in range(0, len(terms), 2)]
+    return terms[0]
 
 
 def _mux_tree(values, sel, width=33, missing=0):
