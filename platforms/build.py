@@ -177,7 +177,9 @@ def build(board_name, top_name="selftest", seed=1, output=None, timeout=None, **
     plan = board.platform().prepare(
         top,
         name=name,
-        nextpnr_opts=f"--seed {int(seed)}{_router_option(top)} --timing-allow-fail --report {name}.report.json",
+        nextpnr_opts=(
+            f"--seed {int(seed)}{_router_option(top)} --timing-allow-fail --report {name}.report.json"
+        ),
         add_preferences=top.lpf_preferences() if hasattr(top, "lpf_preferences") else "",
     )
     plan.extract(out)
