@@ -21,6 +21,9 @@ report's ``utilization`` section (used / available of the device): ``LUT4`` is t
 """
 
 import json
+import os
+import re
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -149,6 +152,45 @@ def write_register_map(top, out, name):
     return path
 
 
+#: A row of nextpnr's "Device utilisation" block: ``Info:  TRELLIS_FF:  25386/ 24288  104%``.
+_UTILISATION_ROW = re.compile(r"^Info:\s+(?P<bel>\w+):\s+(?P<used>\d+)/\s*(?P<total>\d+)\s+\d+%")
+
+
+def overfull(nextpnr_log):
+    """The rows of nextpnr's device utilisation (its log's text) that are above the
+    device's total: ``[(bel, used, total)]``."""
+    rows = []
+    for line in nextpnr_log.splitlines():
+        m = _UTILISATION_ROW.match(line)
+        if m and int(m["used"]) > int(m["total"]):
+            rows.append((m["bel"], int(m["used"]), int(m["total"])))
+    return rows
+
+
+def _watch(proc, tim, timeout, device, log):
+    """Wait for the build script ``proc``; :class:`BuildError` if it outlasts ``timeout``
+    or nextpnr's log ``tim`` shows a design larger than the device (nextpnr would go on
+    placing it until stopped)."""
+    start, checked = time.monotonic(), False
+    while True:
+        try:
+            proc.wait(timeout=1)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        if timeout is not None and time.monotonic() - start > timeout:
+            raise BuildError(f"the build did not finish in {timeout} s (see {log})")
+        if not checked and tim.exists():
+            text = tim.read_text(errors="replace")
+            _, table, after = text.partition("Device utilisation:")
+            if table:
+                rows = overfull(after)
+                if rows:
+                    what = ", ".join(f"{bel} {u}/{t} ({100 * u // t} %)" for bel, u, t in rows)
+                    raise BuildError(f"the design does not fit the {device}: {what} (see {tim})")
+                checked = "\n\n" in after  # the table is complete: no need to read again
+
+
 def _router_option(top):
     """nextpnr's router for a top: its ``nextpnr_router`` if it names one (the leaf tops:
     router1, nextpnr's default, did not converge on the ECPIX-5 leaf, router2 does), else
@@ -184,16 +226,19 @@ def build(board_name, top_name="selftest", seed=1, output=None, timeout=None, **
     )
     plan.extract(out)
     write_register_map(top, out, name)
-    for stale in (f"{name}.bit", f"{name}.svf", f"{name}.report.json"):
+    for stale in (f"{name}.bit", f"{name}.svf", f"{name}.report.json", f"{name}.tim"):
         (out / stale).unlink(missing_ok=True)
     log = out / "build.log"
     with open(log, "w") as f:
+        proc = subprocess.Popen(
+            ["sh", f"{plan.script}.sh"], cwd=out, stdout=f, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
-            proc = subprocess.run(
-                ["sh", f"{plan.script}.sh"], cwd=out, stdout=f, stderr=subprocess.STDOUT, timeout=timeout
-            )
-        except subprocess.TimeoutExpired:
-            raise BuildError(f"the build did not finish in {timeout} s (see {log})") from None
+            _watch(proc, out / f"{name}.tim", timeout, board.device, log)
+        finally:
+            if proc.poll() is None:  # the whole script: the shell and the tool it runs
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
     if proc.returncode:
         where = out / f"{name}.tim" if (out / f"{name}.json").exists() else out / f"{name}.rpt"
         raise BuildError(f"the build failed: {_last_error(log) or _last_error(where)} (see {log}, {where})")

@@ -90,6 +90,37 @@ def test_cli_missing_tool(tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+FAKE_NEXTPNR = """#!/bin/sh
+# nextpnr's log for a design larger than the device, then placing "forever"
+while [ $# -gt 0 ]; do [ "$1" = "--log" ] && log="$2"; shift; done
+printf 'Info: Device utilisation:\\n' > "$log"
+printf 'Info: \\t          TRELLIS_FF:   25386/  24288   104%%\\n' >> "$log"
+printf 'Info: \\t        TRELLIS_COMB:   30291/  24288   124%%\\n' >> "$log"
+printf 'Info: \\t                 GSR:       1/      1   100%%\\n\\n' >> "$log"
+sleep 300
+"""
+
+
+def test_cli_design_too_large(tmp_path):
+    """A design larger than the device: nextpnr (here a stand-in that reports the
+    Colorlight leaf's packed figures and then keeps "placing") would run until stopped;
+    ``gse build`` stops it at the utilisation table, names the rows above 100 % and
+    exits 1 within seconds."""
+    fake = {}
+    for var, body in (("YOSYS", "#!/bin/sh\nexit 0\n"), ("NEXTPNR_ECP5", FAKE_NEXTPNR)):
+        fake[var] = tmp_path / var.lower()
+        fake[var].write_text(body)
+        fake[var].chmod(0o755)
+    env = dict(os.environ, **{k: str(v) for k, v in fake.items()})
+    out = tmp_path / "out"
+    proc = _gse("build", "--board", "colorlight-5a75b", "-o", str(out), env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert "does not fit the LFE5U-25F" in proc.stderr, proc.stderr
+    assert "TRELLIS_FF 25386/24288 (104 %)" in proc.stderr and "TRELLIS_COMB 30291/24288" in proc.stderr
+    assert "GSR" not in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
 def _run(dut, process, cycles):
     sim = Simulator(dut)
     sim.add_clock(1e-8)
