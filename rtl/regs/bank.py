@@ -5,6 +5,7 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ..lib.bits import or_all
 from .description import WORD_BYTES, Access
 
 __all__ = ["AXI4LiteRegisterBank", "port_name", "RESP_OKAY", "RESP_SLVERR", "RESP_DECERR"]
@@ -284,11 +285,11 @@ class AXI4LiteRegisterBank(wiring.Component):
         for index, value in level.items():
             groups.setdefault(index >> n, []).append(Mux(hit[index], value, 0))
         if n_stages == 1:  # a map of one group: its AND-OR is the last stage
-            last = _or_all(groups.get(0, [C(0, 33)]))
+            last = or_all(groups.get(0, []), 33)
         level = {}
         for g, terms in groups.items():
             reg = level[g] = Signal(33, name=f"rd_s1_{g}")
-            m.d.sync += reg.eq(_or_all(terms))
+            m.d.sync += reg.eq(or_all(terms, 33))
         for stage in range(1, n_stages):
             sel = ar_addr[splits[stage] : splits[stage + 1]]
             n = len(sel)
@@ -310,13 +311,6 @@ class AXI4LiteRegisterBank(wiring.Component):
                 self.s_axil_rdata.eq(last[:32]),
                 self.s_axil_rresp.eq(Mux(last[32], RESP_OKAY, RESP_DECERR)),
             ]
-
-
-def _or_all(terms):
-    """The OR of ``terms`` as a balanced tree."""
-    while len(terms) > 1:
-        terms = [terms[k] | terms[k + 1] if k + 1 < len(terms) else terms[k] for k in range(0, len(terms), 2)]
-    return terms[0]
 
 
 def _mux_tree(values, sel, width=33, missing=0):

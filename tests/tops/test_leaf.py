@@ -17,6 +17,7 @@ import dataclasses
 import pytest
 
 from opengse.rtl.catalog import get_block
+from opengse.rtl.tops.leaf import LEAF_CONFIG_KEYS
 from opengse.sim.runner import run_cocotb
 
 #: Verilator's arguments of every build of the catalog leaf (test_leaf_regs.py's too:
@@ -68,23 +69,6 @@ def test_leaf_loopback_4x4(lb):
     run_leaf(LOOP, {"lb": lb, "host_ports": 4, "uplinks": 4}, "cocotb_leaf_loop")
 
 
-#: GSEConfig fields the catalog leaf's factory takes (``rtl/tops/leaf/__init__.py``)
-BOARD_CFG_KEYS = (
-    "data_width",
-    "host_ports",
-    "uplinks",
-    "nodes",
-    "queues",
-    "tenants",
-    "voq_buffer_bytes",
-    "egress_buffer_bytes",
-    "container_bytes",
-    "reorder_window",
-    "max_inflight",
-    "uplink_queue_bytes",
-)
-
-
 def board_leaf_spec(board):
     """The catalog leaf cut to a board leaf's sizes (platforms/boards/leaf_top.py: its
     ``Sizes``, data width included, and GSELeaf's defaults for what ``LeafTop`` does not
@@ -93,7 +77,7 @@ def board_leaf_spec(board):
 
     sz = SIZES[board]
     cfg = sz.config()
-    params = {"lb": 0, **{k: getattr(cfg, k) for k in BOARD_CFG_KEYS}, "delay": 100}
+    params = {"lb": 0, **{k: getattr(cfg, k) for k in LEAF_CONFIG_KEYS}, "delay": 100}
     params.update(
         host_store_bytes=sz.host_store_bytes,
         fab_store_bytes=sz.fab_store_bytes,

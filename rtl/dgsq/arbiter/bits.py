@@ -1,6 +1,8 @@
 """Bit-vector helpers of the grant arbiter (one-hot picks, encoders, wide ORs)."""
 
-from amaranth import Cat, Const, Mux
+from amaranth import Cat, Mux
+
+from ...lib.bits import or_all
 
 __all__ = ["onehot_first", "rr_first", "and_or", "encode", "pos", "or_all"]
 
@@ -31,11 +33,3 @@ def encode(onehot, bits):
 def pos(x):
     """``max(x, 0)``."""
     return Mux(x > 0, x, 0)
-
-
-def or_all(vectors, width):
-    """Bitwise OR of ``vectors`` (``width`` bits; 0 when there are none)."""
-    acc = Const(0, width)
-    for v in vectors:
-        acc = acc | v
-    return acc

@@ -38,7 +38,7 @@ from .registers import (
 )
 from .uplink_tx import UplinkTx
 
-__all__ = ["GSELeaf", "EXPORTS", "LB_MODES"]
+__all__ = ["GSELeaf", "EXPORTS", "LB_MODES", "LEAF_CONFIG_KEYS"]
 
 LB_MODES = ("gse", "ecmp")
 
@@ -349,24 +349,28 @@ class GSELeaf(wiring.Component):
         return m
 
 
+#: The GSEConfig fields the catalog's leaf factory takes among its parameters (the rest
+#: are GSELeaf's own).
+LEAF_CONFIG_KEYS = (
+    "data_width",
+    "host_ports",
+    "uplinks",
+    "nodes",
+    "queues",
+    "tenants",
+    "voq_buffer_bytes",
+    "egress_buffer_bytes",
+    "reorder_window",
+    "max_inflight",
+    "container_bytes",
+    "spray_policy",
+    "uplink_queue_bytes",
+)
+
+
 def _leaf(lb=0, **params):
-    cfg_keys = {
-        "data_width",
-        "host_ports",
-        "uplinks",
-        "nodes",
-        "queues",
-        "tenants",
-        "voq_buffer_bytes",
-        "egress_buffer_bytes",
-        "reorder_window",
-        "max_inflight",
-        "container_bytes",
-        "spray_policy",
-        "uplink_queue_bytes",
-    }
-    cfg = GSEConfig(**{k: v for k, v in params.items() if k in cfg_keys})
-    rest = {k: v for k, v in params.items() if k not in cfg_keys}
+    cfg = GSEConfig(**{k: v for k, v in params.items() if k in LEAF_CONFIG_KEYS})
+    rest = {k: v for k, v in params.items() if k not in LEAF_CONFIG_KEYS}
     return GSELeaf(cfg, lb=LB_MODES[lb], **rest)
 
 
