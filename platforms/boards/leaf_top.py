@@ -11,8 +11,11 @@ Ports of the leaf and what they meet on the board:
   port 1 to port 1 form a two-leaf fabric); otherwise looped back to the leaf's own
   fabric port; uplinks 1..U-1 (GSEConfig needs at least two): looped back (a register
   stage each way; the leaf's PROBEs come back and the link monitor keeps them healthy).
-* ``link_up``: 1 for every uplink (no MDIO link status is read); the pause inputs are
-  0 (the MAC neither sends nor honours pause frames).
+* ``link_up`` (no MDIO link status is read): 1 for every uplink on a board whose
+  uplinks are all looped back; where uplink 0 is RGMII port 1 (a cable to another
+  board), 1 for uplink 0 only: a looped-back uplink would return this leaf's containers
+  for the other leaf to itself, where they are dropped (not its nodes). The pause inputs
+  are 0 (the MAC neither sends nor honours pause frames).
 * management (docs/management.md): frames of EtherType 0x88B6 on host port 0 (the
   RGMII port a host is cabled to) and the board's UART (``Board.uart``, 115200 baud at
   the 125 MHz core clock) reach the leaf's register bank, with the management port's
@@ -116,6 +119,8 @@ class LeafTop(Elaboratable):
             max_frame_bytes=sz.max_frame_bytes,
             slot_bytes=sz.slot_bytes,
             n_req=sz.n_req,
+            # the parts' counters in one block RAM: they keep only their low bits
+            counter_store=True,
         )
         #: the register map the bitstream carries (``gse build`` writes it as
         #: ``leaf.map.json`` for ``gsectl --map``)
@@ -156,7 +161,10 @@ class LeafTop(Elaboratable):
                 connect(m, leaf.m_axis_fab[0], macs[1].s_axis)
             else:
                 self._loop_uplink(m, leaf, u)
-        m.d.comb += [leaf.link_up.eq(-1)]
+        # Where uplink 0 is a cable to another board, a looped-back uplink would bring this
+        # leaf's containers for the other leaf back to itself (dropped: not its nodes):
+        # it is down, so the sprayers keep to uplink 0.
+        m.d.comb += [leaf.link_up.eq(1 if len(macs) > 1 else -1)]
         m.d.comb += [leaf.host_pause_in[h].eq(0) for h in range(sz.host_ports)]
         if board.uart:
             pins = platform.request(*board.uart, dir="-")

@@ -5,7 +5,8 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.bits import or_all
+from ..lib.bits import mux_tree, or_all
+from .counter_store import CounterStore, counter_bits
 from .description import WORD_BYTES, Access
 
 __all__ = ["AXI4LiteRegisterBank", "port_name", "RESP_OKAY", "RESP_SLVERR", "RESP_DECERR"]
@@ -42,6 +43,14 @@ class AXI4LiteRegisterBank(wiring.Component):
     * ``addr_width``: bits of ``s_axil_awaddr``/``s_axil_araddr`` (default: the map's
       :attr:`~.description.RegisterMap.addr_width`). Every address bit is decoded: an
       address above the map is unmapped.
+    * ``counters``: ``{port name: largest advance per clock}`` of 32-bit RO counters to
+      keep in a :class:`~.counter_store.CounterStore` (one block RAM) instead of the
+      read multiplexers: the bank reads only the low :attr:`counter_bits` of their ports
+      (so Yosys trims the blocks' counters to those bits) and returns the whole 32-bit
+      value, exact, from the store. Each must count up from 0 at reset by at most its
+      advance per clock. A read of one waits for the store's scan to visit it: its
+      response comes 4 to ``max(n, 4) + 6`` clocks after the AR handshake (``n``
+      stored counters).
 
     Bus side (32-bit data, no ``awprot``/``arprot``): ``s_axil_awaddr, awvalid, awready,
     wdata, wstrb, wvalid, wready, bresp, bvalid, bready, araddr, arvalid, arready, rdata,
@@ -89,12 +98,13 @@ class AXI4LiteRegisterBank(wiring.Component):
     the two channels are independent.
     """
 
-    def __init__(self, regmap, addr_width=None):
+    def __init__(self, regmap, addr_width=None, counters=None):
         self.regmap = regmap
         self.addr_width = regmap.addr_width if addr_width is None else addr_width
         if (1 << self.addr_width) < regmap.size:
             raise ValueError(f"addr_width {self.addr_width} cannot reach the map's {regmap.size:#x} bytes")
         aw = self.addr_width
+        self._stored, self.counter_bits = self._stored_counters(counters or {})
         members = {
             "s_axil_awaddr": In(aw),
             "s_axil_awvalid": In(1),
@@ -129,6 +139,26 @@ class AXI4LiteRegisterBank(wiring.Component):
                 members[f"{name}_sticky"] = _member(Out, reg)
         super().__init__(members)
 
+    def _stored_counters(self, counters):
+        """``[(word index, block, register, element)]`` of the counters kept in a
+        :class:`~.counter_store.CounterStore`, and its low bits per counter."""
+        regs = {port_name(blk, reg): (blk, reg) for blk, reg in self.regmap.registers()}
+        stored = []
+        for name, step in counters.items():
+            if name not in regs:
+                raise ValueError(f"counters: {name!r} is no register port of the map")
+            blk, reg = regs[name]
+            if reg.access != Access.RO or reg.const or reg.width != 32:
+                raise ValueError(f"counters: {name!r} is not a 32-bit RO register driven by a block")
+            if not isinstance(step, int) or step < 1:
+                raise ValueError(f"counters: {name!r}: the largest advance per clock must be >= 1")
+            base = self.regmap.address(blk.name, reg.name)
+            for i in range(reg.count):
+                stored.append(((base + i * reg.stride) // WORD_BYTES, blk, reg, i))
+        if not stored:
+            return [], None
+        return stored, counter_bits(len(stored), max(counters.values()))
+
     # ---- helpers ------------------------------------------------------------------------
     def _value(self, blk, reg, i):
         """What a read of element ``i`` returns (the live value)."""
@@ -155,8 +185,13 @@ class AXI4LiteRegisterBank(wiring.Component):
                     staging[(blk.name, reg.name, i)] = Signal(
                         low, name=f"{port_name(blk, reg)}_{i}_stage", init=reg.reset & ((1 << low) - 1)
                     )
+        store = None
+        if self._stored:
+            m.submodules.counters = store = CounterStore([w for w, *_ in self._stored], self.counter_bits)
+            for k, (_w, blk, reg, i) in enumerate(self._stored):
+                m.d.comb += store.count[k].eq(self._value(blk, reg, i)[: self.counter_bits])
         self._write_side(m, staging)
-        self._read_side(m, snapshots)
+        self._read_side(m, snapshots, store)
         return m
 
     def _write_side(self, m, staging):
@@ -182,7 +217,7 @@ class AXI4LiteRegisterBank(wiring.Component):
         resp = {}
         for addr, (blk, reg, i, w) in self.regmap.words().items():
             resp[addr // WORD_BYTES] = C(RESP_SLVERR if reg.access == Access.RO else RESP_OKAY, 2)
-        m.d.sync += aw_resp.eq(_mux_tree(resp, aw_addr, 2, RESP_DECERR))
+        m.d.sync += aw_resp.eq(mux_tree(resp, aw_addr, 2, RESP_DECERR))
         do_write = Signal()
         m.d.comb += do_write.eq(aw_dec & w_full & ~bvalid)
         m.d.sync += aw_dec.eq(aw_full & ~do_write)
@@ -233,7 +268,7 @@ class AXI4LiteRegisterBank(wiring.Component):
         if reg.strobe:
             m.d.sync += _elems(getattr(self, f"{name}_written"), reg)[i].eq(1)
 
-    def _read_side(self, m, snapshots):
+    def _read_side(self, m, snapshots, store):
         # The AR handshake registers the word address, which then stays put until the
         # response has gone (arready is low meanwhile). A clock later every mapped word
         # registers its own select (a decode of the held address: one flip-flop per
@@ -264,10 +299,24 @@ class AXI4LiteRegisterBank(wiring.Component):
         with m.If(rvalid & self.s_axil_rready):
             m.d.sync += [rvalid.eq(0), busy.eq(0)]
 
+        # Stored counters: a registered decode of the held address; the store's read
+        # starts a clock later and its answer bypasses the multiplexers.
+        stored = {w for w, *_ in self._stored}
+        st_hit = Signal()
+        if store is not None:
+            m.d.comb += [store.rd_en.eq(token[1] & st_hit), store.rd_addr.eq(ar_addr)]
+            with m.Switch(ar_addr):
+                with m.Case(*sorted(stored)):
+                    m.d.sync += st_hit.eq(1)
+                with m.Default():
+                    m.d.sync += st_hit.eq(0)
+
         # Leaves: 32 data bits and the mapped bit of every mapped word, and its select.
         level, hit = {}, {}
         for addr, (blk, reg, i, w) in self.regmap.words().items():
             index = addr // WORD_BYTES
+            if index in stored:
+                continue
             hit[index] = Signal(name=f"rd_hit_{index}")
             m.d.sync += hit[index].eq(ar_addr == index)
             if w == 0:
@@ -301,31 +350,24 @@ class AXI4LiteRegisterBank(wiring.Component):
             level = {}
             for g, members in groups.items():
                 reg = level[g] = Signal(33, name=f"rd_s{stage + 1}_{g}")
-                m.d.sync += reg.eq(_mux_tree(members, sel))
+                m.d.sync += reg.eq(mux_tree(members, sel, 33))
         if n_stages > 1:
             last = Signal(33)
-            m.d.comb += last.eq(_mux_tree(groups.get(0, {}), sel))
-        with m.If(token[n_stages]):
+            m.d.comb += last.eq(mux_tree(groups.get(0, {}), sel, 33))
+        with m.If(token[n_stages] & ~st_hit):
             m.d.sync += [
                 rvalid.eq(1),
                 self.s_axil_rdata.eq(last[:32]),
                 self.s_axil_rresp.eq(Mux(last[32], RESP_OKAY, RESP_DECERR)),
             ]
-
-
-def _mux_tree(values, sel, width=33, missing=0):
-    """``values[sel]`` as a binary tree of 2-to-1 multiplexers on the bits of ``sel``
-    (``values``: index -> value of ``width`` bits; a missing index is ``missing``)."""
-    absent = C(missing, width)
-
-    def tree(lo, bits):
-        if bits == 0:
-            return values.get(lo)
-        half = 1 << (bits - 1)
-        a, b = tree(lo, bits - 1), tree(lo + half, bits - 1)
-        if a is None and b is None:
-            return None
-        return Mux(sel[bits - 1], absent if b is None else b, absent if a is None else a)
-
-    out = tree(0, len(sel))
-    return absent if out is None else out
+        if store is not None:
+            st_wait = Signal()  # a stored counter's read waits for the store's answer
+            with m.If(token[1] & st_hit):
+                m.d.sync += st_wait.eq(1)
+            with m.If(st_wait & store.rd_valid):
+                m.d.sync += [
+                    st_wait.eq(0),
+                    rvalid.eq(1),
+                    self.s_axil_rdata.eq(store.rd_data),
+                    self.s_axil_rresp.eq(RESP_OKAY),
+                ]

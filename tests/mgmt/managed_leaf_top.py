@@ -1,7 +1,8 @@
 """Test-only build of :class:`~opengse.rtl.tops.leaf.managed_leaf.ManagedLeaf`: a small
 leaf (the Colorlight board leaf's sizes: 1 host port x 2 uplinks, 2 nodes, its buffers;
 64-bit unless ``data_width`` says otherwise) with the
-management port of tests/mgmt (its key, an 8-clock UART bit), for gsectl end to end
+management port of tests/mgmt (its key, an 8-clock UART bit) and, as on the boards,
+its counters in the bank's CounterStore, for gsectl end to end
 against a real leaf (cocotb_managed_leaf.py), in both modes (``lb`` 0 GSE, as the board
 leaves; 1 ECMP). One build per mode (``build/sim/managed_leaf-...-lb<n>-...``).
 
@@ -42,6 +43,7 @@ def managed_leaf(lb=1, data_width=64, probe_interval=64):
         slot_bytes=sz.slot_bytes,
         n_req=sz.n_req,
         probe_interval=probe_interval,
+        counter_store=True,  # as the board leaves: counters in the bank's CounterStore
     )
 
 

@@ -67,11 +67,23 @@ def top_map(data_width=64):
     )
 
 
+def block_counters(regmap):
+    """``{bank port: 1}``: the tagger's and parser's 32-bit counters (one per frame)."""
+    return {
+        f"{blk.name}_{reg.name}": 1
+        for blk, reg in regmap.registers()
+        if blk.name in ("tagger", "parser") and reg.width == 32 and reg.access == Access.RO
+    }
+
+
 class RegsTop(wiring.Component):
-    def __init__(self, data_width=64, uptime_init=0):
+    """``counter_store``: the blocks' counters are kept in the bank's CounterStore."""
+
+    def __init__(self, data_width=64, uptime_init=0, counter_store=0):
         self.data_width, self.uptime_init = data_width, uptime_init
         self.regmap = top_map(data_width)
-        self._bank = AXI4LiteRegisterBank(self.regmap, addr_width=12)  # a 4 KB window
+        counters = block_counters(self.regmap) if counter_store else None
+        self._bank = AXI4LiteRegisterBank(self.regmap, addr_width=12, counters=counters)  # a 4 KB window
         axil = {n: m for n, m in self._bank.signature.members.items() if n.startswith("s_axil_")}
         super().__init__(
             {
@@ -131,7 +143,7 @@ class RegsTop(wiring.Component):
 TOP = BlockSpec(
     name="regs_top",
     module="gse_regs_top",
-    factory=lambda data_width, uptime_init: RegsTop(data_width, uptime_init),
-    params={"data_width": 64, "uptime_init": 0},
+    factory=lambda data_width, uptime_init, counter_store: RegsTop(data_width, uptime_init, counter_store),
+    params={"data_width": 64, "uptime_init": 0, "counter_store": 0},
     description="test-only: tagger + parser behind an AXI4-Lite register bank",
 )

@@ -317,3 +317,93 @@ def test_connect_block_joins_every_catalog_block():
         connect_block(Module(), bank, "parser", other["parser"], tagger)
     for obj in (tagger, bank):
         obj._MustUse__silence = True
+
+
+def counter_map():
+    return RegisterMap(
+        [
+            system_block(),
+            RegisterBlock(
+                "cnt",
+                [
+                    Register("ev", 32, Access.RO, count=6, doc="counters kept in the store"),
+                    Register("live", 32, Access.RO, doc="a counter read live"),
+                    Register("lvl", 10, Access.RO, doc="a level"),
+                ],
+                doc="stored counters",
+            ),
+        ],
+        name="c",
+    )
+
+
+STEP = 3  # the largest advance per clock the counters are declared with (and reach)
+
+
+def test_stored_counters_are_exact_across_wraps():
+    """Six counters in the bank's CounterStore, each advancing by 0..STEP every clock
+    (STEP half the time): every read, back to back, returns the counter's value of one
+    clock inside the read, though the low bits wrap every ~20 clocks; reads after the
+    counters stop are exact; the live register and the level read as before; writes to
+    a stored counter are refused."""
+    import random
+
+    regmap = counter_map()
+    dut = AXI4LiteRegisterBank(regmap, counters={"cnt_ev": STEP})
+    assert dut.counter_bits < 8, "the test is meant to wrap the low bits often"
+    rng = random.Random(5)
+    totals = [[0] * 6]  # totals[c]: the counters' values driven in clock c
+    run_counters = [True]
+
+    async def counters(ctx):
+        ctx.set(dut.cnt_live, 0x1234_5678)
+        ctx.set(dut.cnt_lvl, 0x2AB)
+        async for _ in ctx.tick():
+            now = list(totals[-1])
+            if run_counters[0]:
+                for k in range(6):
+                    now[k] = (now[k] + (STEP if rng.random() < 0.5 else rng.randrange(STEP + 1))) % (1 << 32)
+            for k, port in enumerate(dut.cnt_ev):
+                ctx.set(port, now[k])
+            totals.append(now)
+
+    async def bench(ctx):
+        bus = SimBus(ctx, dut)
+        regs = AsyncRegisters(bus, regmap)
+        ctx.set(dut.sys_map_id, regmap.fingerprint())
+        start = len(totals)  # a read during the store's first pass after reset
+        assert await regs.read("cnt.ev", 5) in [t[5] for t in totals[start - 1 :]]
+        assert start < 6, "the first read came after the store's first pass"
+        await regs.check()
+        for _ in range(400):
+            k = rng.randrange(6)
+            start = len(totals)
+            value = await regs.read("cnt.ev", k)
+            window = [t[k] for t in totals[start - 1 :]]
+            assert value in window, f"ev[{k}] read {value}, the counter was {window} meanwhile"
+        assert totals[-1][0] > 50 * (1 << dut.counter_bits), "the low bits did not wrap often"
+        run_counters[0] = False
+        await ctx.tick().repeat(3)
+        assert [await regs.read("cnt.ev", k) for k in range(6)] == totals[-1]
+        assert await regs.read("cnt.live") == 0x1234_5678
+        assert await regs.read("cnt.lvl") == 0x2AB
+        assert await bus.write(regmap.address("cnt", "ev") + 8, 0) == RESP_SLVERR
+        assert await regs.read("cnt.ev", 2) == totals[-1][2]
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.add_process(counters)
+    sim.run()
+
+
+def test_stored_counters_refuse_what_is_not_a_counter():
+    regmap = counter_map()
+    for counters, match in (
+        ({"cnt_lvl": 1}, "not a 32-bit RO register"),
+        ({"sys_ident": 1}, "no register port|not a 32-bit RO"),
+        ({"cnt_nothing": 1}, "no register port"),
+        ({"cnt_ev": 0}, "advance per clock"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            AXI4LiteRegisterBank(regmap, counters=counters)

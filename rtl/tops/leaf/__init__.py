@@ -35,6 +35,7 @@ from .registers import (
     forward_query,
     leaf_register_map,
     query_members,
+    stored_counters,
 )
 from .uplink_tx import UplinkTx
 
@@ -60,6 +61,12 @@ def _others_busy(hins, p):
     return out
 
 
+#: The destination table's key and answer are registered (DestLookup ``latency``): it is
+#: shared by the host ports, and the routes between them and it were the ECPIX-5 leaf's
+#: longest path (11.5 ns, docs/boards.md).
+LOOKUP_LATENCY = 2
+
+
 class GSELeaf(wiring.Component):
     """A GSE leaf: ``H`` host ports and ``U`` uplinks (see docs/leaf.md).
 
@@ -76,7 +83,10 @@ class GSELeaf(wiring.Component):
     ``extra_blocks`` (:class:`~opengse.rtl.regs.description.RegisterBlock`\\ s of RO
     registers a top adds to the leaf's map, after the leaf's own blocks: each register
     ``r`` of block ``b`` is an input ``b_r`` of the leaf, e.g. a management port's
-    counters; :class:`~.managed_leaf.ManagedLeaf`).
+    counters; :class:`~.managed_leaf.ManagedLeaf`), ``counter_store`` (default off: the
+    parts' 32-bit counters are kept in one block RAM by the bank's
+    :class:`~opengse.rtl.regs.counter_store.CounterStore`, the parts keep only their low
+    bits; :func:`~.registers.stored_counters` lists them; the board leaves use it).
 
     Interface (exported names):
 
@@ -120,6 +130,7 @@ class GSELeaf(wiring.Component):
         config_ports=False,
         lean_requests=True,
         extra_blocks=(),
+        counter_store=False,
     ):
         if lb not in LB_MODES:
             raise ValueError(f"lb must be one of {', '.join(LB_MODES)}, not {lb!r}")
@@ -138,7 +149,7 @@ class GSELeaf(wiring.Component):
         # headroom above XOFF: 2 x delay beats and one frame (pause_thresholds)
         hx = pause_thresholds(delay, max_frame_bytes, w, host_store_bytes)
         fx = pause_thresholds(delay, max_frame_bytes + 18, w, fab_store_bytes)
-        self.lookup = DestLookup(entries=cfg.nodes, ports=H)
+        self.lookup = DestLookup(entries=cfg.nodes, ports=H, latency=LOOKUP_LATENCY)
         # GSE mode: the per-(host port, uplink) queues; with them the control frames go
         # round them and the sprayers need not avoid each other (rtl/config.py)
         host_queue_bytes = cfg.uplink_queue_bytes if lb == "gse" and H > 1 else 0
@@ -161,6 +172,7 @@ class GSELeaf(wiring.Component):
                 lb=lb,
                 lean_requests=lean_requests,
                 ctrl_uplinks=bool(host_queue_bytes),
+                lookup_latency=LOOKUP_LATENCY,
             )
             for _ in range(H)
         ]
@@ -231,7 +243,8 @@ class GSELeaf(wiring.Component):
                 members[name] = member.array(reg.count) if reg.count > 1 else member
         if not config_ports:
             self.regmap = leaf_register_map(self, self.extra_blocks)
-            self.bank = AXI4LiteRegisterBank(self.regmap)
+            counters = stored_counters(self, self.regmap) if counter_store else None
+            self.bank = AXI4LiteRegisterBank(self.regmap, counters=counters)
             members.update(
                 {n: mb for n, mb in self.bank.signature.members.items() if n.startswith("s_axil_")}
             )

@@ -28,19 +28,25 @@ class DestLookup(wiring.Component):
       takes part in lookups from the next clock on. After reset no entry is in use.
     * ``key[i]`` (in, 48, one per lookup port ``i`` < ``ports``): a MAC address, first
       byte on the wire in bits 7:0 (as it lies in ``tdata``). ``result[i]`` (out,
-      :func:`dest_result_layout`): combinational; the lowest valid entry whose ``mac``
-      equals ``key[i]`` (``mac`` is written in the same byte order); ``hit`` 0 when
-      none does.
+      :func:`dest_result_layout`): the lowest valid entry whose ``mac`` equals
+      ``key[i]`` (``mac`` is written in the same byte order); ``hit`` 0 when none does.
+      With ``latency`` 0 combinational; with 2, the key is registered at the table and
+      the answer registered after its compares: ``result[i]`` in clock ``t + 2`` answers
+      ``key[i]`` of clock ``t`` (from the table of clock ``t + 1``), so neither the route
+      from a port's key to the shared table nor the route back shares a clock with the
+      compares.
     * ``rd_index`` (in) -> ``rd_entry`` (out): combinational read-back of one entry.
 
     Storage: flip-flops (``entries`` x 73 bits), shared by the ports; ``entries`` 48-bit
     comparators per port.
     """
 
-    def __init__(self, entries=16, ports=1):
+    def __init__(self, entries=16, ports=1, latency=0):
         if entries < 1 or ports < 1:
             raise ValueError(f"entries and ports must be >= 1, not {entries!r}, {ports!r}")
-        self.entries, self.ports = entries, ports
+        if latency not in (0, 2):
+            raise ValueError(f"latency must be 0 or 2, not {latency!r}")
+        self.entries, self.ports, self.latency = entries, ports, latency
         super().__init__(
             {
                 "s_write": In(stream.Signature(dest_entry_layout(entries))),
@@ -63,6 +69,11 @@ class DestLookup(wiring.Component):
         # lowest matching entry wins: the last assignment in this loop is the lowest
         for i in range(self.ports):
             key, res = self.key[i], self.result[i]
+            if self.latency:
+                key_r = Signal(48, name=f"key_{i}")
+                res_c = Signal(dest_result_layout(), name=f"result_{i}")
+                m.d.sync += [key_r.eq(key), res.eq(res_c)]
+                key, res = key_r, res_c
             for k in reversed(range(n)):
                 e = table[k]
                 with m.If(e.in_use & (e.mac == key)):

@@ -34,7 +34,8 @@ class HostClassify(wiring.Component):
     (pause thresholds of the store), ``ttl`` (of the tags), ``ethertype``,
     ``with_pkt`` (1: drive ``m_pkt`` for a DGSQ manager; 0: ECMP mode, no ``m_pkt``),
     ``max_frame_bytes`` (longer frames are dropped at the store, ``stat_store_drop_long``;
-    0: none).
+    0: none), ``lookup_latency`` (0 or 2: clocks from ``lookup_key`` to its
+    ``lookup_result``, the table's ``latency``; the beats wait as long before the store).
 
     Interface:
 
@@ -56,14 +57,14 @@ class HostClassify(wiring.Component):
       MAC not in the table), ``stat_drop_spoof`` (GSE EtherType from a host), and the
       store's ``stat_store_*``.
 
-    Timing: the input register and a second one in front of the store (2 clocks: the
-    lookup's answer is registered there), then the store's (its beats 3 clocks after a
-    frame's last beat, through its output slice) and a register slice on its
-    descriptors (2 + 1 clocks) plus nothing: the descriptors are presented with the
-    frame's first beat, the beats pass combinationally, one per clock, no bubble
-    between frames. A frame leaves once its ``m_hdr`` and ``m_pkt`` have both been
-    taken and its last beat has passed. ``start_ok`` is registered (acts a clock
-    late); the counters count a clock after their event.
+    Timing: the input register, ``lookup_latency`` registers, and one in front of the
+    store (2 clocks + ``lookup_latency``: the lookup's answer is registered there), then
+    the store's (its beats 3 clocks after a frame's last beat, through its output slice)
+    and a register slice on its descriptors (2 + 1 clocks) plus nothing: the descriptors
+    are presented with the frame's first beat, the beats pass combinationally, one per
+    clock, no bubble between frames. A frame leaves once its ``m_hdr`` and ``m_pkt``
+    have both been taken and its last beat has passed. ``start_ok`` is registered (acts
+    a clock late); the counters count a clock after their event.
     """
 
     def __init__(
@@ -76,11 +77,13 @@ class HostClassify(wiring.Component):
         ethertype=GSE_ETHERTYPE,
         with_pkt=1,
         max_frame_bytes=0,
+        lookup_latency=0,
     ):
         self.data_width = check_data_width(data_width)
         if data_width > 64:
             raise ValueError("HostClassify supports data_width up to 64 bits")
         self.ttl, self.ethertype, self.with_pkt = ttl, ethertype, with_pkt
+        self.lookup_latency = lookup_latency
         info = classify_info_layout()
         self.store = IngressStore(
             store_depth,
@@ -144,10 +147,21 @@ class HostClassify(wiring.Component):
             with m.Elif(beat < beats):
                 m.d.sync += beat.eq(beat + 1)
         info = Signal(classify_info_layout())
+        spoof = Signal()
         m.d.comb += [
             self.lookup_key.eq(Cat(*held[:DA_BYTES])),
+            spoof.eq(Cat(cur[13], cur[12]) == self.ethertype),
+        ]
+        # the beats (and the EtherType verdict) wait lookup_latency clocks for the
+        # table's answer to the key of their clock
+        for k in range(self.lookup_latency):
+            d = AXIStreamSignature(self.data_width).create(path=(f"lookup_wait_{k}",))
+            d_spoof = Signal(name=f"lookup_wait_{k}_spoof")
+            m.d.sync += [d.valid.eq(s.valid), d.payload.eq(s.payload), d_spoof.eq(spoof)]
+            s, spoof = d, d_spoof
+        m.d.comb += [
             info.dest.eq(self.lookup_result),
-            info.spoof.eq(Cat(cur[13], cur[12]) == self.ethertype),
+            info.spoof.eq(spoof),
             info.drop.eq(~info.dest.hit | info.spoof),
         ]
         # the store takes the beats a clock later, with the info registered: the table's

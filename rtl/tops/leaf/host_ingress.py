@@ -41,7 +41,8 @@ class HostIngress(wiring.Component):
     ``xoff_bytes``/``xon_bytes`` (its pause thresholds), ``max_frame_bytes`` (the
     largest host frame: the VOQ room kept free before a frame is let in; a longer
     one is dropped at the store, ``cls_stat_store_drop_long``), manager
-    timers ``refresh_cycles``, ``idle_cycles``.
+    timers ``refresh_cycles``, ``idle_cycles``, ``lookup_latency`` (of the
+    :class:`~.dest_lookup.DestLookup` it is joined to; :class:`~.host_classify.HostClassify`).
 
     Interface:
 
@@ -90,6 +91,7 @@ class HostIngress(wiring.Component):
         lb="gse",
         lean_requests=True,
         ctrl_uplinks=False,
+        lookup_latency=0,
     ):
         cfg = self.config = config
         w, U = cfg.data_width, cfg.uplinks
@@ -104,6 +106,7 @@ class HostIngress(wiring.Component):
             ethertype=cfg.ethertype,
             with_pkt=int(gse),
             max_frame_bytes=max_frame_bytes,
+            lookup_latency=lookup_latency,
         )
         self.tag = GSETagger(w, cfg.ethertype)
         members = {

@@ -27,6 +27,7 @@ from ...regs.system import system_block
 
 __all__ = [
     "leaf_register_map",
+    "stored_counters",
     "connect_leaf_registers",
     "connect_dest_table",
     "query_members",
@@ -219,6 +220,42 @@ def leaf_register_map(leaf, extra_blocks=()):
     return RegisterMap(
         blocks, name="leaf", doc=f"GSE leaf, {leaf.config.host_ports} x {leaf.config.uplinks}, lb {leaf.lb}"
     )
+
+
+#: Counters of the parts that advance by more than one per clock: (sub-block, name) ->
+#: the largest advance as a function of (data bytes per beat, host ports, uplinks), or
+#: None: a reorder buffer's window jump adds up to 65535 lost containers at once, too many
+#: for a store's low bits, so ``ro_lost`` stays a live register.
+COUNTER_STEPS = {
+    ("sp", "bytes"): lambda B, H, U: B,
+    ("ro", "lost"): None,
+    ("", "drop_admit"): lambda B, H, U: 2 * U,  # two drop counters per admission queue
+    ("", "admit_drop_bad"): lambda B, H, U: U,
+    ("", "frames"): lambda B, H, U: 2,  # the uplink's probes + its other frames
+    ("", "drop_queue"): lambda B, H, U: 2 * (H + 1),  # two per uplink queue
+}
+
+
+def stored_counters(leaf, regmap):
+    """``{bank port: largest advance per clock}`` of every 32-bit counter of the leaf's
+    parts (``<part>.<sub>_<name>`` from a ``<sub>_stat_<name>`` port, or ``<name>``
+    from ``stat_<name>``) that a :class:`~opengse.rtl.regs.counter_store.CounterStore`
+    can keep (all but those :data:`COUNTER_STEPS` marks None); the rest advance by one
+    per clock at most."""
+    cfg = leaf.config
+    args = (cfg.data_width // 8, cfg.host_ports, cfg.uplinks)
+    out = {}
+    for prefix, part in leaf.parts().items():
+        block = regmap[prefix]
+        for reg, (port, width, _count) in part_ports(part).items():
+            if width != 32 or "stat_" not in port:
+                continue
+            sub, _, name = port.rpartition("stat_")
+            sub = sub[:-1] if sub else ""
+            step = COUNTER_STEPS.get((sub, name), lambda B, H, U: 1)
+            if step is not None:
+                out[port_name(block, block[reg])] = step(*args)
+    return out
 
 
 def connect_leaf_registers(m, bank, regmap, leaf):
