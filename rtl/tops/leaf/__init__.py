@@ -86,7 +86,9 @@ class GSELeaf(wiring.Component):
     counters; :class:`~.managed_leaf.ManagedLeaf`), ``counter_store`` (default off: the
     parts' 32-bit counters are kept in one block RAM by the bank's
     :class:`~opengse.rtl.regs.counter_store.CounterStore`, the parts keep only their low
-    bits; :func:`~.registers.stored_counters` lists them; the board leaves use it).
+    bits; :func:`~.registers.stored_counters` lists them; the board leaves use it), and
+    with it ``extra_counters`` (names of extra blocks whose 32-bit registers are counters
+    that advance by at most one per clock: stored as well).
 
     Interface (exported names):
 
@@ -131,6 +133,7 @@ class GSELeaf(wiring.Component):
         lean_requests=True,
         extra_blocks=(),
         counter_store=False,
+        extra_counters=(),
     ):
         if lb not in LB_MODES:
             raise ValueError(f"lb must be one of {', '.join(LB_MODES)}, not {lb!r}")
@@ -244,6 +247,9 @@ class GSELeaf(wiring.Component):
         if not config_ports:
             self.regmap = leaf_register_map(self, self.extra_blocks)
             counters = stored_counters(self, self.regmap) if counter_store else None
+            for blk in self.extra_blocks if counter_store else ():
+                if blk.name in extra_counters:
+                    counters.update({port_name(blk, reg): 1 for reg in blk if reg.width == 32})
             self.bank = AXI4LiteRegisterBank(self.regmap, counters=counters)
             members.update(
                 {n: mb for n, mb in self.bank.signature.members.items() if n.startswith("s_axil_")}

@@ -75,7 +75,9 @@ class ManagedLeaf(wiring.Component):
             raise ValueError(f"allowed_port must be a host port, 0..{H - 1}, not {allowed_port!r}")
         self.allowed_port = allowed_port
         self.mgmt_block = mgmt_register_block()
-        self.leaf = GSELeaf(config, lb, extra_blocks=(self.mgmt_block,), **leaf_params)
+        self.leaf = GSELeaf(
+            config, lb, extra_blocks=(self.mgmt_block,), extra_counters=(self.mgmt_block.name,), **leaf_params
+        )
         self.regmap = self.leaf.regmap
         self.port_bits = max(1, (H - 1).bit_length())
         self.mgmt = ManagementPort(

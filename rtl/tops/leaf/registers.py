@@ -222,28 +222,29 @@ def leaf_register_map(leaf, extra_blocks=()):
     )
 
 
-#: Counters of the parts that advance by more than one per clock: (sub-block, name) ->
-#: the largest advance as a function of (data bytes per beat, host ports, uplinks), or
-#: None: a reorder buffer's window jump adds up to 65535 lost containers at once, too many
-#: for a store's low bits, so ``ro_lost`` stays a live register.
+#: Counters of the parts that may advance by more than one per clock: (sub-block, name)
+#: -> the largest advance, from the leaf's GSEConfig.
 COUNTER_STEPS = {
-    ("sp", "bytes"): lambda B, H, U: B,
-    ("ro", "lost"): None,
-    ("", "drop_admit"): lambda B, H, U: 2 * U,  # two drop counters per admission queue
-    ("", "admit_drop_bad"): lambda B, H, U: U,
-    ("", "frames"): lambda B, H, U: 2,  # the uplink's probes + its other frames
-    ("", "drop_queue"): lambda B, H, U: 2 * (H + 1),  # two per uplink queue
+    ("sp", "bytes"): lambda cfg: cfg.data_width // 8,
+    ("ro", "lost"): lambda cfg: 65535,  # a window jump
+    ("", "drop_admit"): lambda cfg: cfg.uplinks,  # full and oversize, per admission queue
+    ("", "admit_drop_bad"): lambda cfg: cfg.uplinks,
+    ("", "frames"): lambda cfg: 2,  # the uplink's probes + its other frames
+    # bad and oversize, per queue of the uplink (its own; one per host port with them)
+    ("", "drop_queue"): lambda cfg: 2 * (1 + (cfg.host_ports if cfg.uplink_queue_bytes else 0)),
 }
+
+#: The largest advance per clock of a stored counter: every bit of it widens every stored
+#: counter's low bits (the store's ``counter_bits``); a faster counter stays live.
+MAX_STORED_STEP = 2
 
 
 def stored_counters(leaf, regmap):
-    """``{bank port: largest advance per clock}`` of every 32-bit counter of the leaf's
+    """``{bank port: largest advance per clock}`` of the 32-bit counters of the leaf's
     parts (``<part>.<sub>_<name>`` from a ``<sub>_stat_<name>`` port, or ``<name>``
     from ``stat_<name>``) that a :class:`~opengse.rtl.regs.counter_store.CounterStore`
-    can keep (all but those :data:`COUNTER_STEPS` marks None); the rest advance by one
-    per clock at most."""
-    cfg = leaf.config
-    args = (cfg.data_width // 8, cfg.host_ports, cfg.uplinks)
+    keeps: all that advance by at most :data:`MAX_STORED_STEP` per clock (one, unless
+    :data:`COUNTER_STEPS` says more)."""
     out = {}
     for prefix, part in leaf.parts().items():
         block = regmap[prefix]
@@ -251,10 +252,9 @@ def stored_counters(leaf, regmap):
             if width != 32 or "stat_" not in port:
                 continue
             sub, _, name = port.rpartition("stat_")
-            sub = sub[:-1] if sub else ""
-            step = COUNTER_STEPS.get((sub, name), lambda B, H, U: 1)
-            if step is not None:
-                out[port_name(block, block[reg])] = step(*args)
+            step = COUNTER_STEPS.get((sub[:-1], name), lambda cfg: 1)(leaf.config)
+            if step <= MAX_STORED_STEP:
+                out[port_name(block, block[reg])] = step
     return out
 
 
