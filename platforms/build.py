@@ -13,7 +13,10 @@ Products in the output folder (default ``build/boards/<board>-<top>``): ``<top>.
 ``<top>.rpt`` (Yosys' log), ``build.log`` (the script's output).
 
 Figures (:func:`timing_summary`, :func:`resource_table`): per clock, nextpnr's achieved
-Fmax against its constraint (PASS when achieved >= constraint); resources from the
+Fmax against its constraint (PASS when achieved >= constraint), and for a failing clock
+the register groups whose inputs arrive after its period, latest first (from the
+report's per-net arrival times, ``--detailed-timing-report``: every failing path's end
+from one build, where nextpnr's critical path report names one per clock); resources from the
 report's ``utilization`` section (used / available of the device): ``LUT4`` is the
 ``TRELLIS_COMB`` bel (every LUT4 site: logic, carry halves and distributed-RAM LUTs),
 ``FF`` ``TRELLIS_FF``, ``DP16KD`` block RAM. A bel type missing from the report is a
@@ -29,7 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .ecp5 import ReportError
+from .ecp5 import ReportError, late_registers
 from .boards import make_top, set_tool_env
 
 __all__ = ["build", "BuildResult", "BuildError", "timing_summary", "resource_table", "RESOURCES"]
@@ -54,6 +57,7 @@ class BuildResult:
     timing: list  # [{"clock", "achieved_mhz", "constraint_mhz", "pass"}]
     resources: list  # [{"resource", "used", "available", "percent"}]
     seconds: float
+    late: dict = None  # failing clock -> (late inputs, [(register group, worst ns, late inputs)])
 
     @property
     def timing_met(self):
@@ -73,6 +77,11 @@ class BuildResult:
             out.append(
                 f"  {row['resource']:10} {row['used']:>7} {row['available']:>7} {row['percent']:>5.1f}%"
             )
+        for clock, (count, rows) in (self.late or {}).items():
+            if not rows:  # a report without per-net arrival times
+                continue
+            out.append(f"  late at {clock}: {count} register inputs; the latest groups:")
+            out += [f"    {t:6.2f} ns  {n:5d}  {name}" for name, t, n in rows]
         out.append(f"  bitstream {self.bitstream}  svf {self.svf}")
         return out
 
@@ -221,6 +230,7 @@ def build(board_name, top_name="selftest", seed=1, output=None, timeout=None, **
         name=name,
         nextpnr_opts=(
             f"--seed {int(seed)}{_router_option(top)} --timing-allow-fail --report {name}.report.json"
+            " --detailed-timing-report"
         ),
         add_preferences=top.lpf_preferences() if hasattr(top, "lpf_preferences") else "",
     )
@@ -250,6 +260,12 @@ def build(board_name, top_name="selftest", seed=1, output=None, timeout=None, **
     for product in (bit, svf):
         if not product.exists():
             raise BuildError(f"ecppack wrote no {product.name} (see {log})")
+    timing = timing_summary(report)
+    late = {
+        row["clock"]: late_registers(report, row["clock"], 1000.0 / row["constraint_mhz"])
+        for row in timing
+        if not row["pass"]
+    }
     return BuildResult(
         board=board.name,
         top=top_name,
@@ -258,7 +274,8 @@ def build(board_name, top_name="selftest", seed=1, output=None, timeout=None, **
         output=out,
         bitstream=bit,
         svf=svf,
-        timing=timing_summary(report),
+        timing=timing,
         resources=resource_table(report),
         seconds=time.monotonic() - start,
+        late=late,
     )

@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["implement", "critical_registers", "resources", "ReportError", "DEVICE"]
+__all__ = ["implement", "critical_registers", "late_registers", "resources", "ReportError", "DEVICE"]
 
 DEVICE = "LFE5UM5G-85F-8 (CABGA381), out-of-context"
 
@@ -163,13 +163,16 @@ def resources(cells, utilization=None):
     }
 
 
-def critical_registers(report, top=5):
-    """The ``top`` register groups with the latest arrival at an input, from a nextpnr
-    ``--detailed-timing-report`` document: ``"name: worst ns (inputs within 0.2 ns)"``.
-    Bits of one register (``name_TRELLIS_FF_Q_7``) are one group."""
+def _arrivals(report, event=None):
+    """``{register group: [arrival ns at each of its inputs]}`` of a nextpnr
+    ``--detailed-timing-report`` document (only the endpoints clocked by ``event``, e.g.
+    ``"posedge $glbnet$clk"``, when given). Bits of one register (``name_TRELLIS_FF_Q_7``)
+    and the LUTs named after it are one group."""
     worst = collections.defaultdict(list)
     for net in report.get("detailed_net_timings", []):
         for end in net.get("endpoints", []):
+            if event is not None and end.get("event") != event:
+                continue
             delay = end.get("delay")  # [min, max] arrival (or a single value)
             if isinstance(delay, (int, float)):
                 delay = [delay]
@@ -178,6 +181,28 @@ def critical_registers(report, top=5):
             name = re.sub(r"^core\.", "", end["cell"])
             name = re.sub(r"_TRELLIS_FF_Q.*|_DP16KD.*|\$CCU2.*", "", name)
             worst[name].append(max(delay))
+    return worst
+
+
+def late_registers(report, clock, period_ns, top=10):
+    """The register groups of clock ``clock`` (a name of the report's ``fmax``) with an
+    input that arrives after ``period_ns``, latest first: ``(count, [(name, worst ns,
+    late inputs)])``, ``count`` the late inputs of all groups, the list the ``top``
+    worst. Every failing path's end, from one routed design, where nextpnr's critical
+    path report names one per clock."""
+    worst = _arrivals(report, f"posedge {clock}")
+    rows = sorted(
+        ((max(v), k, sum(x > period_ns for x in v)) for k, v in worst.items() if max(v) > period_ns),
+        reverse=True,
+    )
+    return sum(n for *_, n in rows), [(k, t, n) for t, k, n in rows[:top]]
+
+
+def critical_registers(report, top=5):
+    """The ``top`` register groups with the latest arrival at an input, from a nextpnr
+    ``--detailed-timing-report`` document: ``"name: worst ns (inputs within 0.2 ns)"``.
+    Bits of one register (``name_TRELLIS_FF_Q_7``) are one group."""
+    worst = _arrivals(report)
     rows = sorted(((max(v), k, v) for k, v in worst.items()), reverse=True)[:top]
     return [f"{k}: {t:.2f} ns ({sum(x >= t - 0.2 for x in v)})" for t, k, v in rows]
 

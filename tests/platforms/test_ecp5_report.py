@@ -3,11 +3,11 @@ critical-register summary, and resource counts that are never guessed."""
 
 import pytest
 
-from opengse.platforms.ecp5 import ReportError, critical_registers, resources, stat_cells
+from opengse.platforms.ecp5 import ReportError, critical_registers, late_registers, resources, stat_cells
 
 
-def _end(cell, worst, port="DI"):
-    return {"cell": cell, "port": port, "event": "posedge clk", "delay": [worst / 2, worst]}
+def _end(cell, worst, port="DI", event="posedge clk"):
+    return {"cell": cell, "port": port, "event": event, "delay": [worst / 2, worst]}
 
 
 def test_critical_registers_groups_bits_and_orders():
@@ -102,3 +102,23 @@ def test_stat_sums_modules_when_no_design_section():
         }
     }
     assert stat_cells(doc) == {"LUT4": 5, "TRELLIS_FF": 1}
+
+
+def test_late_registers_of_one_clock():
+    """Inputs later than the period, grouped by register, only of the clock named."""
+    core, rx = "posedge $glbnet$clk", "posedge $glbnet$rx0_clk"
+    report = {
+        "detailed_net_timings": [
+            {"net": "a", "endpoints": [_end("leaf.info_TRELLIS_FF_Q_3", 11.5, event=core)]},
+            {"net": "b", "endpoints": [_end("leaf.info_TRELLIS_FF_Q_4", 8.2, event=core)]},
+            {"net": "c", "endpoints": [_end("leaf.info_TRELLIS_FF_Q_5", 7.9, event=core)]},
+            {"net": "d", "endpoints": [_end("bank.rd_TRELLIS_FF_Q", 9.0, "CE", event=core)]},
+            {"net": "e", "endpoints": [_end("mac.beat_TRELLIS_FF_Q", 12.0, event=rx)]},
+            {"net": "f", "endpoints": [_end("ok_TRELLIS_FF_Q", 7.0, event=core)]},
+        ]
+    }
+    count, rows = late_registers(report, "$glbnet$clk", 8.0)
+    assert count == 3
+    assert rows == [("leaf.info", 11.5, 2), ("bank.rd", 9.0, 1)]
+    assert late_registers(report, "$glbnet$rx0_clk", 8.0) == (1, [("mac.beat", 12.0, 1)])
+    assert late_registers(report, "$glbnet$clk", 12.0) == (0, [])
