@@ -310,9 +310,20 @@ class GSELeaf(wiring.Component):
         m.submodules.ctl = ctl = self.ctl
         m.submodules.lm = lm = self.lm
         node_base, ecmp_seed, tcs, tenants = self._config(m)
+
+        def near(value, name):
+            """``value`` through a register of its own for one consumer: configuration
+            (and the link monitor's healthy set) fans out across the chip, and a copy per
+            part is placed beside it, so no route from the bank reaches a part's logic in
+            the clock it is used (fab_in's node compare, 6 ns of route on the ECPIX-5
+            leaf). Each takes effect a clock later."""
+            reg = Signal.like(value, name=name)
+            m.d.sync += reg.eq(value)
+            return reg
+
         m.d.comb += [
-            ctl.node_base.eq(node_base),
-            lm.src_node.eq(node_base),
+            ctl.node_base.eq(near(node_base, "ctl_node_base")),
+            lm.src_node.eq(near(node_base, "lm_node_base")),
             lm.link_up.eq(self.link_up),
             self.healthy.eq(lm.healthy),
         ]
@@ -320,19 +331,20 @@ class GSELeaf(wiring.Component):
             hin, hout = self.hin[p], self.hout[p]
             m.submodules[f"host_in_{p}"] = hin
             m.submodules[f"host_out_{p}"] = hout
-            node = node_base + p
+            node = Signal(16, name=f"node_{p}")
+            m.d.comb += node.eq(node_base + p)
             wiring.connect(m, wiring.flipped(self.s_axis_host[p]), hin.s_axis)
             m.d.comb += [
                 self.host_pause[p].eq(hin.pause),
                 lookup.key[p].eq(hin.lookup_key),
                 hin.lookup_result.eq(lookup.result[p]),
-                hin.node_id.eq(node),
-                hin.tc.eq(tcs[p]),
-                hin.tenant.eq(tenants[p]),
-                hin.healthy.eq(lm.healthy),
-                hin.ecmp_seed.eq(ecmp_seed),
+                hin.node_id.eq(near(node, f"host_in_{p}_node_id")),
+                hin.tc.eq(near(tcs[p], f"host_in_{p}_tc")),
+                hin.tenant.eq(near(tenants[p], f"host_in_{p}_tenant")),
+                hin.healthy.eq(near(lm.healthy, f"host_in_{p}_healthy")),
+                hin.ecmp_seed.eq(near(ecmp_seed, f"host_in_{p}_ecmp_seed")),
                 hin.sp_avoid.eq(_others_busy(self.hin, p) if self._avoid else 0),
-                hout.node_id.eq(node),
+                hout.node_id.eq(near(node, f"host_out_{p}_node_id")),
                 hout.pause_in.eq(self.host_pause_in[p]),
             ]
             wiring.connect(m, ctl.m_grant[p], hin.s_grant)
@@ -346,7 +358,7 @@ class GSELeaf(wiring.Component):
             wiring.connect(m, wiring.flipped(self.s_axis_fab[u]), fin.s_axis)
             m.d.comb += [
                 self.fab_pause[u].eq(fin.pause),
-                fin.node_base.eq(node_base),
+                fin.node_base.eq(near(node_base, f"fab_in_{u}_node_base")),
                 lm.probe_rx[u].eq(fin.probe_rx),
                 # a far end that pauses us is alive: pause is PFC frames it sends. Its
                 # PROBE return may wait behind data it holds (the spine's input store),
@@ -355,7 +367,7 @@ class GSELeaf(wiring.Component):
                 lm.rx_frame[u].eq(fin.frame_rx | self.fab_pause_in[u]),
                 lm.tx_data[u].eq(utx.tx_data),
                 utx.pause_in.eq(self.fab_pause_in[u]),
-                utx.node_base.eq(node_base),
+                utx.node_base.eq(near(node_base, f"uplink_tx_{u}_node_base")),
             ]
             wiring.connect(m, fin.m_ctl, ctl.s_ctl[u])
             for p in range(H):
