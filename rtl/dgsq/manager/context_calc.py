@@ -57,27 +57,40 @@ class ContextCalc(wiring.Component):
         r_gt_d = (op.rel_bytes - cur.backlog)[-1]  # backlog > bytes (borrow)
         r_a_pos_d = (op.rel_bytes - cur.bal_pg)[-1]  # balance + pg - bytes > 0
         CUB = CU * CREDIT_UNIT_BYTES  # one container's credit, bytes
-        r_a_big_d = (op.rel_bytes + CUB - cur.bal_pg)[-1]  # balance + pg - bytes > CUB
+        # Operand-only terms are summed beside the memory read, so that each result
+        # below is one carry chain behind the read data (three chained ones put p_gt
+        # at 7.5 ns, the manager's critical path, out of context).
+        rel_cub = Signal(len(op.rel_bytes) + 1)
+        m.d.comb += rel_cub.eq(op.rel_bytes + CUB)
+        r_a_big_d = (rel_cub - cur.bal_pg)[-1]  # balance + pg - bytes > CUB
         # Credit granted and not yet reported (the release out and GRANTs held): its
         # data is still in the backlog but no longer demand the arbiter should grant.
-        granted = Mux(cur.bal_pg[-1], 0, cur.bal_pg)
-        ungranted_r = cur.backlog + (CREDIT_UNIT_BYTES - 1) - granted  # signed
+        granted = Signal(len(cur.bal_pg) - 1)  # bal_pg when positive, else 0
+        m.d.comb += granted.eq(Mux(cur.bal_pg[-1], 0, cur.bal_pg[:-1]))
+        # backlog + (CREDIT_UNIT_BYTES - 1) - granted, as backlog + ~granted + CREDIT_UNIT_BYTES
+        # (bits LCU .. LCU + 19 are taken: 26 bits hold them, modulo 2**26)
+        ungranted_r = _sum3(m, "ungranted", 26, cur.backlog, ~_ext(granted, 26), C(CREDIT_UNIT_BYTES, 26))
         valid_q = self.valid.bit_select(self.q_sel, 1) | self.fresh
         # WRITE's release decisions, whole (WRITE only combines them with the kind)
         r_neg_d = (cur.balance - op.rel_bytes)[-1]
         r_next_pos_d = Mux(r_neg_d, r_a_pos_d, cur.pg != 0)
         p_nb = Signal(25)
         p_thr = Signal(17)
-        p_lim = Signal(len(Cat(C(0, LCU), p_thr) + granted))
         npg_m1 = Signal(4)
         r_zero = Signal()
         m.d.comb += [
             p_nb.eq(cur.backlog + Cat(C(0, LCU), op.pkt_cu)),
             p_thr.eq(cur.view + (CU - 1)),
-            p_lim.eq(Cat(C(0, LCU), p_thr) + granted),
             npg_m1.eq(Mux(cur.npg == 0, 0, cur.npg - 1)),
             r_zero.eq(op.rel_bytes == 0),
         ]
+        # p_gt: (p_thr << LCU) + granted < p_nb, i.e. the sign of
+        # (view << LCU) + granted + ~backlog + (((CU - 1) - pkt_cu) << LCU) + 1
+        # (27 bits hold it), the last term from the operands alone
+        W = 27
+        p_k = Signal(W)
+        m.d.comb += p_k.eq(C(((CU - 1) << LCU) + 1, W) - Cat(C(0, LCU), op.pkt_cu))
+        p_diff = _sum4(m, "p_diff", W, Cat(C(0, LCU), cur.view), granted, ~_ext(cur.backlog, W), p_k)
         with m.If(self.en):
             m.d.sync += [
                 res.qoh.eq(Cat(self.q_dec == i for i in range(n))),
@@ -86,7 +99,7 @@ class ContextCalc(wiring.Component):
                 self.c.eq(cur),
                 res.p_nb.eq(p_nb),
                 res.p_thr_ok.eq(~p_thr[16] & (p_thr[:16] != 0xFFFF)),
-                res.p_gt.eq((p_lim - p_nb)[-1]),
+                res.p_gt.eq(p_diff[-1]),
                 res.r_diff.eq(cur.backlog - op.rel_bytes),
                 res.r_gt.eq(r_gt_d),
                 res.r_neg.eq(r_neg_d),
@@ -99,7 +112,7 @@ class ContextCalc(wiring.Component):
                 res.v_inc.eq(cur.voids + 1),
                 res.npg_nz.eq(cur.npg != 0),
                 res.npg_m1_nz.eq(cur.npg[1:] != 0),
-                res.r_a_rem.eq(cur.bal_pg - op.rel_bytes - CUB),
+                res.r_a_rem.eq(cur.bal_pg - rel_cub),
                 res.pg_rem.eq(cur.pg - CUB),
                 res.g_pg.eq(cur.pg + (op.g_len << 6)),
                 res.g_balpg.eq(cur.bal_pg + (op.g_len << 6)),
@@ -120,3 +133,33 @@ class ContextCalc(wiring.Component):
                 res.e_act.eq(now - cur.ts_act),
             ]
         return m
+
+
+def _ext(x, width):
+    """``x`` (unsigned) zero-extended to ``width`` bits (so that ``~`` complements all)."""
+    return Cat(x, C(0, width - len(x)))
+
+
+def _csa(a, b, c, width):
+    """A carry-save step: ``(sum, carry)`` with ``a + b + c == sum + carry`` modulo
+    ``2**width`` (one LUT level, no carry chain); operands at most ``width`` bits,
+    unsigned."""
+    a, b, c = (_ext(x.as_unsigned(), width) for x in (a, b, c))
+    return a ^ b ^ c, Cat(C(0, 1), (a & b) | (a & c) | (b & c))[:width]
+
+
+def _sum3(m, name, width, a, b, c):
+    """``(a + b + c) % 2**width`` as a carry-save step and one carry chain."""
+    s, k = _csa(a, b, c, width)
+    out = Signal(width, name=name)
+    m.d.comb += out.eq(s + k)
+    return out
+
+
+def _sum4(m, name, width, a, b, c, d):
+    """``(a + b + c + d) % 2**width`` as two carry-save steps and one carry chain."""
+    s, k = _csa(a, b, c, width)
+    s, k = _csa(s, k, d, width)
+    out = Signal(width, name=name)
+    m.d.comb += out.eq(s + k)
+    return out

@@ -37,8 +37,8 @@ class DestLookup(wiring.Component):
       compares.
     * ``rd_index`` (in) -> ``rd_entry`` (out): combinational read-back of one entry.
 
-    Storage: flip-flops (``entries`` x 73 bits), shared by the ports; ``entries`` 48-bit
-    comparators per port.
+    Storage: flip-flops (``entries`` x 73 bits), shared by the ports with ``latency`` 0,
+    one copy per port with 2; ``entries`` 48-bit comparators per port.
     """
 
     def __init__(self, entries=16, ports=1, latency=0):
@@ -61,14 +61,18 @@ class DestLookup(wiring.Component):
         m = Module()
         n = self.entries
         layout = dest_entry_layout(n)
-        table = Array(Signal(layout, name=f"entry_{k}") for k in range(n))
         wr = self.s_write
         m.d.comb += wr.ready.eq(1)
+        # with latency, a copy of the table per port: the ports sit apart on the chip and
+        # each one's compares then read entries placed beside them
+        copies = self.ports if self.latency else 1
+        tables = [Array(Signal(layout, name=f"entry_{c}_{k}") for k in range(n)) for c in range(copies)]
         with m.If(wr.valid):
-            m.d.sync += table[wr.payload.index].eq(wr.payload)
+            m.d.sync += [t[wr.payload.index].eq(wr.payload) for t in tables]
         # lowest matching entry wins: the last assignment in this loop is the lowest
         for i in range(self.ports):
             key, res = self.key[i], self.result[i]
+            table = tables[i if self.latency else 0]
             if self.latency:
                 key_r = Signal(48, name=f"key_{i}")
                 res_c = Signal(dest_result_layout(), name=f"result_{i}")
@@ -78,5 +82,5 @@ class DestLookup(wiring.Component):
                 e = table[k]
                 with m.If(e.in_use & (e.mac == key)):
                     m.d.comb += [res.hit.eq(1), res.dst_node.eq(e.dst_node), res.port.eq(e.port)]
-        m.d.comb += [self.rd_entry.eq(table[self.rd_index]), self.rd_entry.index.eq(self.rd_index)]
+        m.d.comb += [self.rd_entry.eq(tables[0][self.rd_index]), self.rd_entry.index.eq(self.rd_index)]
         return m
