@@ -61,11 +61,10 @@ def _others_busy(hins, p):
     return out
 
 
-#: The destination table's key, each entry's match and the answer are registered
-#: (DestLookup ``latency``): the routes between the host ports and the table, and then
-#: the key's route with the compares, were the ECPIX-5 leaf's longest paths (11.5 and
-#: 10.0 ns, docs/boards.md).
-LOOKUP_LATENCY = 3
+#: The destination table's key and answer are registered (DestLookup ``latency``): it is
+#: shared by the host ports, and the routes between them and it were the ECPIX-5 leaf's
+#: longest path (11.5 ns, docs/boards.md).
+LOOKUP_LATENCY = 2
 
 
 class GSELeaf(wiring.Component):

@@ -33,9 +33,8 @@ class DestLookup(wiring.Component):
       With ``latency`` 0 combinational; with 2, the key is registered at the table and
       the answer registered after its compares: ``result[i]`` in clock ``t + 2`` answers
       ``key[i]`` of clock ``t`` (from the table of clock ``t + 1``), so neither the route
-      from a port's key to the table nor the route back shares a clock with the
-      compares; with 3, each entry's match is registered too, and the pick of the
-      lowest matching entry comes a clock later (``t + 3``).
+      from a port's key to the shared table nor the route back shares a clock with the
+      compares.
     * ``rd_index`` (in) -> ``rd_entry`` (out): combinational read-back of one entry.
 
     Storage: flip-flops (``entries`` x 73 bits), shared by the ports with ``latency`` 0,
@@ -45,8 +44,8 @@ class DestLookup(wiring.Component):
     def __init__(self, entries=16, ports=1, latency=0):
         if entries < 1 or ports < 1:
             raise ValueError(f"entries and ports must be >= 1, not {entries!r}, {ports!r}")
-        if latency not in (0, 2, 3):
-            raise ValueError(f"latency must be 0, 2 or 3, not {latency!r}")
+        if latency not in (0, 2):
+            raise ValueError(f"latency must be 0 or 2, not {latency!r}")
         self.entries, self.ports, self.latency = entries, ports, latency
         super().__init__(
             {
@@ -79,14 +78,9 @@ class DestLookup(wiring.Component):
                 res_c = Signal(dest_result_layout(), name=f"result_{i}")
                 m.d.sync += [key_r.eq(key), res.eq(res_c)]
                 key, res = key_r, res_c
-            match = [table[k].in_use & (table[k].mac == key) for k in range(n)]
-            if self.latency == 3:  # each entry's match registered, then the pick
-                match_r = [Signal(name=f"match_{i}_{k}") for k in range(n)]
-                m.d.sync += [r.eq(c) for r, c in zip(match_r, match)]
-                match = match_r
             for k in reversed(range(n)):
                 e = table[k]
-                with m.If(match[k]):
+                with m.If(e.in_use & (e.mac == key)):
                     m.d.comb += [res.hit.eq(1), res.dst_node.eq(e.dst_node), res.port.eq(e.port)]
         m.d.comb += [self.rd_entry.eq(tables[0][self.rd_index]), self.rd_entry.index.eq(self.rd_index)]
         return m

@@ -34,8 +34,8 @@ class HostClassify(wiring.Component):
     (pause thresholds of the store), ``ttl`` (of the tags), ``ethertype``,
     ``with_pkt`` (1: drive ``m_pkt`` for a DGSQ manager; 0: ECMP mode, no ``m_pkt``),
     ``max_frame_bytes`` (longer frames are dropped at the store, ``stat_store_drop_long``;
-    0: none), ``lookup_latency`` (clocks from ``lookup_key`` to its ``lookup_result``, the
-    table's ``latency``; the beats wait as long before the store).
+    0: none), ``lookup_latency`` (0 or 2: clocks from ``lookup_key`` to its
+    ``lookup_result``, the table's ``latency``; the beats wait as long before the store).
 
     Interface:
 
