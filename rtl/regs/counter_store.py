@@ -100,26 +100,33 @@ class CounterStore(wiring.Component):
         m.d.sync += b_j.eq(j)
         for reg, members in zip(b_pick, groups):
             m.d.sync += reg.eq(mux_tree(dict(enumerate(members)), j[:lo_bits], K))
-        c_j, c_cur = Signal(range(slots)), Signal(K)
+        # what the write needs of the slot number: a real counter's (not padding), the last
+        c_real, c_last, c_cur = Signal(), Signal(), Signal(K)
         hi = b_j[lo_bits:]
         pick = mux_tree(dict(enumerate(b_pick)), hi, K) if len(hi) else b_pick[0]
-        m.d.sync += [c_j.eq(b_j), c_cur.eq(pick)]
+        m.d.sync += [c_real.eq(b_j < n), c_last.eq(b_j == n - 1), c_cur.eq(pick)]
         c_addr = Signal(aw)
         m.d.sync += c_addr.eq(mux_tree({i: Const(a, aw) for i, a in enumerate(addrs)}, b_j, aw))
         # stage C's address is registered (c_addr) and presented to the RAM in D's clock
-        d_j, d_cur, d_addr = Signal(range(slots)), Signal(K), Signal(aw)
+        d_real, d_last, d_cur, d_addr = Signal(), Signal(), Signal(K), Signal(aw)
         m.d.comb += ram.r0_addr.eq(c_addr)
-        m.d.sync += [d_j.eq(c_j), d_cur.eq(c_cur), d_addr.eq(c_addr)]
-        e_j, e_cur, e_addr, e_word = Signal(range(slots)), Signal(K), Signal(aw), Signal(32)
-        m.d.sync += [e_j.eq(d_j), e_cur.eq(d_cur), e_addr.eq(d_addr), e_word.eq(ram.r0_data)]
+        m.d.sync += [d_real.eq(c_real), d_last.eq(c_last), d_cur.eq(c_cur), d_addr.eq(c_addr)]
+        e_real, e_last, e_cur, e_addr, e_word = Signal(), Signal(), Signal(K), Signal(aw), Signal(32)
+        m.d.sync += [
+            e_real.eq(d_real),
+            e_last.eq(d_last),
+            e_cur.eq(d_cur),
+            e_addr.eq(d_addr),
+            e_word.eq(ram.r0_data),
+        ]
 
         # Write: the first pass after reset writes {0, cur} (the RAM is undefined).
         cleared, valid = Signal(), Signal()
         delay = Signal(range(_VISIT))  # e_* hold a real slot from the 5th clock on
         with m.If(delay != _VISIT - 1):
             m.d.sync += delay.eq(delay + 1)
-        m.d.comb += valid.eq((delay == _VISIT - 1) & (e_j < n))
-        with m.If(valid & (e_j == n - 1)):
+        m.d.comb += valid.eq((delay == _VISIT - 1) & e_real)
+        with m.If(valid & e_last):
             m.d.sync += cleared.eq(1)
         word = Signal(32)
         m.d.comb += [

@@ -98,10 +98,12 @@ class SimBus:
         assert resp == RESP_OKAY, f"write {addr:#x}: response {resp}"
 
 
-def run(dut, bench):
+def run(dut, bench, *processes):
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
+    for process in processes:
+        sim.add_process(process)
     sim.run()
 
 
@@ -193,11 +195,7 @@ def test_bank_semantics():
             with pytest.raises(RegisterError):
                 await bad()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.add_process(watch_strobes)
-    sim.run()
+    run(dut, bench, watch_strobes)
 
 
 def test_driver_refuses_another_map():
@@ -284,11 +282,7 @@ def test_arbiter_weight_write_is_one_cfg_transfer():
         assert seen == [(1, 3, 5), (1, 0, 2)]
         assert await regs.read("grant_arbiter.weight", 3) == 5
 
-    sim = Simulator(m)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.add_process(watch)
-    sim.run()
+    run(m, bench, watch)
 
 
 def test_connect_block_joins_every_catalog_block():
@@ -390,11 +384,7 @@ def test_stored_counters_are_exact_across_wraps():
         assert await bus.write(regmap.address("cnt", "ev") + 8, 0) == RESP_SLVERR
         assert await regs.read("cnt.ev", 2) == totals[-1][2]
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.add_process(counters)
-    sim.run()
+    run(dut, bench, counters)
 
 
 def test_stored_counters_refuse_what_is_not_a_counter():
