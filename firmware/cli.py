@@ -12,7 +12,7 @@ gse fabric [--lb gse|ecmp|both] [--pattern P] [--json] ...
                                              the leaf-spine fabric benchmark (docs/fabric.md)
 gse sim --pcap-in FILE [FILE ...] -o DIR [--map-macs] [--lb gse|ecmp] ...
                                              pcaps through the fabric, one pcap per host out
-gse build --board NAME [--top selftest|leaf] [--seed N] [-o DIR]
+gse build --board NAME [--top selftest|leaf] [--seed N] [--core-mhz MHZ] [-o DIR]
                                              a board bitstream, timing and resources (docs/boards.md)
 """
 
@@ -423,8 +423,15 @@ def cmd_build(args):
         raise CLIError(f"unknown top {args.top!r}; tops: {', '.join(TOPS)}")
     from opengse.platforms.build import BuildError, build
 
+    options = {}
+    if args.core_mhz is not None:
+        if args.top != "leaf":
+            raise CLIError("--core-mhz is an option of the leaf top (the self-test runs at 125 MHz)")
+        options["core_hz"] = args.core_mhz * 1e6
     try:
-        result = build(args.board, args.top, seed=args.seed, output=args.output)
+        result = build(args.board, args.top, seed=args.seed, output=args.output, **options)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
     except BuildError as exc:
         print(f"gse: error: {exc}", file=sys.stderr)
         return 1
@@ -576,6 +583,13 @@ def build_parser():
     sp.add_argument("--board", required=True, metavar="NAME", help="colorlight-5a75b or ecpix5-85")
     sp.add_argument("--top", default="selftest", metavar="TOP", help="selftest (default) or leaf")
     sp.add_argument("--seed", type=int, default=1, help="nextpnr seed (default: 1)")
+    sp.add_argument(
+        "--core-mhz",
+        type=float,
+        metavar="MHZ",
+        help="the leaf top's core clock (default: the board's, docs/boards.md); a frequency "
+        "the PLL makes beside 125 MHz, at least twice the line rate",
+    )
     sp.add_argument("-o", "--output", metavar="DIR", help="default: build/boards/BOARD-TOP")
     sp.set_defaults(func=cmd_build)
     return p

@@ -1,12 +1,14 @@
-"""Board clocking: the 125 MHz core clock from the board oscillator through an ECP5 PLL.
+"""Board clocking: the core and RGMII transmit clocks from the board oscillator through
+an ECP5 PLL.
 
 :class:`BoardClocks` takes the board's oscillator (the platform's ``default_clk``
 resource, ``f_osc`` Hz) into an :class:`~.pll.ECP5PLL` and creates these domains:
 
-* ``sync``: the core clock, 125 MHz (``CLKOP``); the MACs' core side, the traffic
-  generators and checkers, the leaf.
-* ``tx``: the RGMII transmit clock, the same 125 MHz ``CLKOP`` net (the MAC crosses
-  ``sync`` -> ``tx`` through an AsyncFIFO, which is also correct on one clock).
+* ``sync``: the core clock, ``core_hz`` (default :data:`CORE_HZ`, 125 MHz: the
+  ``CLKOP`` net itself; any other frequency is the PLL's ``CLKOS2``, from the same VCO);
+  the MACs' core side, the traffic generators and checkers, the leaf.
+* ``tx``: the RGMII transmit clock, 125 MHz, ``CLKOP`` (the MAC crosses ``sync`` ->
+  ``tx`` through an AsyncFIFO, which is also correct on one clock).
 * ``tx90`` (only with ``tx90=True``): ``CLKOS``, 125 MHz lagging ``CLKOP`` by 90 degrees
   (2 ns), for a MAC with ``txc_shift=1`` (the FPGA delays ``RGMII TXC``, not the PHY).
 
@@ -23,7 +25,7 @@ global set/reset network (:class:`~.global_reset.GlobalReset`), ``tx``'s (a MAC'
 transmit side, a few hundred flip-flops) through an
 :class:`amaranth.lib.cdc.ResetSynchronizer`. The top adds the domains
 to its module (:meth:`BoardClocks.domains`); this component drives their clocks and
-resets. ``locked`` (out) is the PLL's lock, synchronised to ``sync``. The 125 MHz
+resets. ``locked`` (out) is the PLL's lock, synchronised to ``sync``. The clock
 constraints come from nextpnr, which derives each PLL output's frequency from the
 oscillator pin's constraint (the amaranth-boards resource's ``Clock``).
 """
@@ -38,17 +40,21 @@ from .pll import ECP5PLL
 
 __all__ = ["BoardClocks", "CORE_HZ"]
 
+#: the default core clock, the RGMII transmit clock's
 CORE_HZ = 125e6
+TX_HZ = 125e6
 
 
 class BoardClocks(wiring.Component):
-    """Domains ``sync`` and ``tx`` (and ``tx90``) at 125 MHz from the oscillator resource
-    ``clk_resource`` (``f_osc`` Hz); ``rst_resource`` (or ``None``) resets them."""
+    """Domains ``sync`` (``core_hz``), ``tx`` (and ``tx90``) at 125 MHz from the
+    oscillator resource ``clk_resource`` (``f_osc`` Hz); ``rst_resource`` (or ``None``)
+    resets them."""
 
-    def __init__(self, clk_resource, f_osc, rst_resource=None, tx90=False):
+    def __init__(self, clk_resource, f_osc, rst_resource=None, tx90=False, core_hz=CORE_HZ):
         self._clk, self._rst = clk_resource, rst_resource
-        self.f_osc, self.tx90 = f_osc, tx90
-        self.pll = ECP5PLL(f_osc, CORE_HZ, phase=90 if tx90 else None)
+        self.f_osc, self.tx90, self.core_hz = f_osc, tx90, core_hz
+        aux = None if core_hz == TX_HZ else core_hz
+        self.pll = ECP5PLL(f_osc, TX_HZ, phase=90 if tx90 else None, f_aux=aux)
         super().__init__({"locked": Out(1)})
 
     def domains(self):
@@ -72,7 +78,8 @@ class BoardClocks(wiring.Component):
             m.submodules.rst_buf = rst_buf = io.Buffer("i", rst_io)
             m.d.comb += reset.eq(~pll.locked | rst_buf.i)
 
-        m.d.comb += [ClockSignal("sync").eq(pll.clk_out), ClockSignal("tx").eq(pll.clk_out)]
+        core = pll.clk_out if self.pll.f_aux is None else pll.clk_aux
+        m.d.comb += [ClockSignal("sync").eq(core), ClockSignal("tx").eq(pll.clk_out)]
         m.submodules.sync_reset = sync_reset = GlobalReset("sync")
         m.d.comb += sync_reset.arst.eq(reset)
         m.submodules.tx_reset = ResetSynchronizer(reset, domain="tx")

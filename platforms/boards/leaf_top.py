@@ -17,17 +17,25 @@ Ports of the leaf and what they meet on the board:
   for the other leaf to itself, where they are dropped (not its nodes). The pause inputs
   are 0 (the MAC neither sends nor honours pause frames).
 * management (docs/management.md): frames of EtherType 0x88B6 on host port 0 (the
-  RGMII port a host is cabled to) and the board's UART (``Board.uart``, 115200 baud at
-  the 125 MHz core clock) reach the leaf's register bank, with the management port's
+  RGMII port a host is cabled to) and the board's UART (``Board.uart``, 115200 baud)
+  reach the leaf's register bank, with the management port's
   default key; ``gsectl`` writes the destination table and ``node_base`` and reads
   every counter. On a board whose UART pins are the LED's (``Board.uart_replaces_led``:
   the Colorlight 5A-75B) the top has no status LED.
 
 ``sizes`` (a :class:`Sizes`) are the scaled-down parameters; docs/boards.md gives the
-figures and why each was chosen. Clocks as the self-test (:mod:`.clocking`).
+figures and why each was chosen. Clocks (:mod:`.clocking`): the RGMII transmit side at
+125 MHz as in the self-test; the core (``sync``: the leaf, the MACs' core side, the
+generators) at ``Sizes.core_hz`` (or the ``core_hz`` argument, ``gse build
+--core-mhz``). The core need not run at the line's 125 MHz: its beats are 4 or 8 bytes
+wide where RGMII carries one byte a clock, and the MACs' crossings are asynchronous
+FIFOs with a store-and-forward transmit side. :class:`Sizes` requires the core to
+carry at least twice a port's line rate (:data:`MIN_CORE_BYTES_PER_S`). The startup
+times and the UART's 115200 baud are kept in seconds and baud at any core clock.
 """
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 from amaranth.hdl import Elaboratable, Module, Signal
 from amaranth.lib import io
@@ -38,12 +46,20 @@ from opengse.rtl.tb.traffic_check import TrafficChecker
 from opengse.rtl.tb.traffic_gen import TrafficGenerator
 from opengse.rtl.tops.leaf.managed_leaf import ManagedLeaf
 
-from .clocking import BoardClocks
+from .clocking import CORE_HZ, TX_HZ, BoardClocks
+from .pll import solve_pll
 from .rgmii_port import RGMIIPort, rx_clock_preferences
 from .selftest import FLOWS, SelfTestTop, drive_led
 from .startup import StartupSequencer
 
-__all__ = ["LeafTop", "Sizes", "SIZES"]
+__all__ = ["LeafTop", "Sizes", "SIZES", "MIN_CORE_BYTES_PER_S"]
+
+#: The core's floor, bytes a second per stream: twice a gigabit port's 125 MB/s, so a
+#: port's frames with the GSE header and container framing added (about 1.3 times the
+#: bytes at 60-byte frames) and the control frames beside them still fit in one stream.
+MIN_CORE_BYTES_PER_S = 2 * 125e6
+#: The management UART's rate.
+UART_BAUD = 115200
 
 
 @dataclass(frozen=True)
@@ -66,6 +82,15 @@ class Sizes:
     slot_bytes: int = 4096
     n_req: int = 8
     mac_fifo_bytes: int = 2048
+    core_hz: float = CORE_HZ
+
+    def __post_init__(self):
+        if self.core_hz * self.data_width / 8 < MIN_CORE_BYTES_PER_S:
+            floor = MIN_CORE_BYTES_PER_S * 8 / self.data_width / 1e6
+            raise ValueError(
+                f"a core clock of {self.core_hz / 1e6:g} MHz at {self.data_width} bits carries less "
+                f"than twice a gigabit port's line rate: at least {floor:g} MHz"
+            )
 
     def config(self):
         return GSEConfig(
@@ -87,15 +112,19 @@ class Sizes:
 
 #: Board name -> the leaf built for it.
 SIZES = {
-    # The LFE5U-25F: a 32-bit datapath (4 Gb/s at 125 MHz, twice its two 1 Gb/s RGMII
-    # ports; the MACs' core side as in the self-test) halves every beat-wide register
-    # (slices, FIFOs, parsers' windows); a two-board fabric has 2 host nodes, each host
-    # one context per destination (tc and tenant are per port), so at most 2 requesters
-    # per egress port: 4 queues and 4 arbiter slots leave a spare each. Packed, it is
-    # still 124 % of the 25F's LUT4 sites and 104 % of its FFs: the rest (counters and
-    # register bank, the arbiter's lanes) does not scale with sizes (docs/boards.md)
-    "colorlight-5a75b": Sizes(data_width=32, nodes=2, queues=4, n_req=4),
-    "ecpix5-85": Sizes(host_ports=2, voq_buffer_bytes=16384, egress_buffer_bytes=8192, reorder_window=4),
+    # The LFE5U-25F: a 32-bit datapath (2 Gb/s at the 62.5 MHz core, twice its 1 Gb/s
+    # RGMII ports) halves every beat-wide register (slices, FIFOs, parsers' windows); a
+    # two-board fabric has 2 host nodes, each host one context per destination (tc and
+    # tenant are per port), so at most 2 requesters per egress port: 4 queues and 4
+    # arbiter slots leave a spare each. The rest (counters and register bank, the
+    # arbiter's lanes) does not scale with sizes (docs/boards.md).
+    "colorlight-5a75b": Sizes(data_width=32, nodes=2, queues=4, n_req=4, core_hz=62.5e6),
+    # The core at 62.5 MHz on both boards: the composed leaf does not close at 125 MHz
+    # on either part (docs/boards.md, "Core clock"), and 62.5 MHz at 32 or 64 bits
+    # carries twice or four times the line rate.
+    "ecpix5-85": Sizes(
+        host_ports=2, voq_buffer_bytes=16384, egress_buffer_bytes=8192, reorder_window=4, core_hz=62.5e6
+    ),
 }
 
 
@@ -106,11 +135,18 @@ class LeafTop(Elaboratable):
     #: ECPIX-5 leaf (overused wires for hours); router2 routed it in 90 iterations.
     nextpnr_router = "router2"
 
-    def __init__(self, board, sizes=None, start_cycles=1 << 29, phy_reset_cycles=1 << 20):
+    def __init__(self, board, sizes=None, core_hz=None, start_cycles=None, phy_reset_cycles=None):
         self.board = board
         self.sizes = sizes or SIZES[board.name]
-        self.start_cycles, self.phy_reset_cycles = start_cycles, phy_reset_cycles
+        if core_hz is not None:
+            self.sizes = replace(self.sizes, core_hz=core_hz)
         sz = self.sizes
+        if sz.core_hz != TX_HZ:
+            solve_pll(board.f_osc, TX_HZ, sz.core_hz)  # a ValueError now, not at elaboration
+        # the self-test's times at 125 MHz (2**29 and 2**20 clocks), kept in seconds
+        per_clock = sz.core_hz / CORE_HZ
+        self.start_cycles = start_cycles or int((1 << 29) * per_clock)
+        self.phy_reset_cycles = phy_reset_cycles or int((1 << 20) * per_clock)
         self.leaf = ManagedLeaf(
             sz.config(),
             allowed_port=0,
@@ -119,6 +155,7 @@ class LeafTop(Elaboratable):
             max_frame_bytes=sz.max_frame_bytes,
             slot_bytes=sz.slot_bytes,
             n_req=sz.n_req,
+            divisor=round(sz.core_hz / UART_BAUD),
             # the parts' counters in one block RAM: they keep only their low bits
             counter_store=True,
         )
@@ -133,7 +170,7 @@ class LeafTop(Elaboratable):
         m = Module()
         board, sz = self.board, self.sizes
         m.submodules.clocks = clocks = BoardClocks(
-            board.clk, board.f_osc, board.rst, tx90=bool(board.txc_shift)
+            board.clk, board.f_osc, board.rst, tx90=bool(board.txc_shift), core_hz=sz.core_hz
         )
         m.domains += clocks.domains()
         m.submodules.startup = startup = StartupSequencer(self.phy_reset_cycles, self.start_cycles)
@@ -172,7 +209,8 @@ class LeafTop(Elaboratable):
             m.submodules.uart_rx = rx = io.Buffer("i", pins.rx)
             m.d.comb += [tx.o.eq(leaf.uart_tx), leaf.uart_rx.eq(rx.i)]
         if not board.uart_replaces_led:
-            alive = Signal(26)
+            # the top bit toggles every 2**25 clocks at 125 MHz (0.27 s): the same at any core clock
+            alive = Signal(26 + round(math.log2(sz.core_hz / CORE_HZ)))
             m.d.sync += alive.eq(alive + 1)
             drive_led(m, platform, board.led, alive[-1], "status_led")
         return m

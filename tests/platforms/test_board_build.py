@@ -39,6 +39,14 @@ def test_pll_solutions():
     assert params["CLKOS_CPHASE"] == params["CLKOP_CPHASE"] + 1 and params["CLKOS_FPHASE"] == 0
     params = ECP5PLL(25e6, 125e6, phase=45)._phase_params()
     assert params["CLKOS_CPHASE"] == params["CLKOP_CPHASE"] and params["CLKOS_FPHASE"] == 4
+    # a slower core clock divides the same VCO: 500 MHz / 8 = 62.5 MHz on CLKOS2
+    assert solve_pll(25e6, 125e6, 62.5e6) == (1, 5, 4, 500e6)
+    params = ECP5PLL(100e6, 125e6, f_aux=62.5e6)._phase_params()
+    assert params["CLKOS2_ENABLE"] == "ENABLED" and params["CLKOS2_DIV"] == 8
+    assert "CLKOS2_DIV" not in ECP5PLL(100e6, 125e6)._phase_params()
+    # 61 MHz divides no VCO that 125 MHz also divides (400..800 MHz)
+    with pytest.raises(ValueError, match="125 MHz and 61 MHz"):
+        solve_pll(25e6, 125e6, 61e6)
 
 
 REPORT = {
@@ -80,6 +88,21 @@ def test_cli_unknown_board_and_top():
     assert "Traceback" not in proc.stderr
     proc = _gse("build", "--board", "colorlight-5a75b", "--top", "nope")
     assert proc.returncode == 2 and "selftest, leaf" in proc.stderr
+
+
+def test_cli_core_clock_errors(tmp_path):
+    """``--core-mhz``: the leaf top's only; below twice the line rate, or a frequency the
+    PLL cannot make beside 125 MHz, is a one-line error before anything is built."""
+    out = str(tmp_path / "out")
+    for args, words in (
+        (("--top", "selftest", "--core-mhz", "62.5"), "an option of the leaf top"),
+        (("--top", "leaf", "--core-mhz", "50"), "at least 62.5 MHz"),
+        (("--top", "leaf", "--core-mhz", "70"), "no EHXPLLL setting gives 125 MHz and 70 MHz"),
+    ):
+        proc = _gse("build", "--board", "colorlight-5a75b", *args, "-o", out)
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
 
 
 def test_cli_missing_tool(tmp_path):
@@ -222,6 +245,12 @@ def test_top_prepares(board_name, top_name):
         assert 'LOCATE COMP "uart_0__tx__io"' in lpf and 'LOCATE COMP "uart_0__rx__io"' in lpf
         blocks = [b.name for b in top.regmap.blocks]
         assert blocks[-1] == "mgmt" and "leaf" in blocks, blocks
+        # the core below 125 MHz: on the PLL's CLKOS2, with 115200 baud and the startup
+        # times in seconds kept
+        assert top.sizes.core_hz == 62.5e6 and "CLKOS2_DIV" in il
+        assert top.leaf.mgmt._rx.divisor == 543 and top.start_cycles == 1 << 28
+    else:
+        assert "CLKOS2" not in il
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
