@@ -76,8 +76,10 @@ class GSEConfig:
         ):
             if not _pow2(getattr(self, name)):
                 raise ValueError(f"GSEConfig.{name} must be a power of two, not {getattr(self, name)!r}")
-        if not 1 <= self.host_ports <= 16 or not 2 <= self.uplinks <= 16:
-            raise ValueError("GSEConfig: host_ports must be 1..16 and uplinks 2..16")
+        # one uplink: a leaf cabled straight to another leaf (no spine); its containers
+        # all take uplink 0, with seq numbers, reorder, DGSQ and PROBEs as with several
+        if not 1 <= self.host_ports <= 16 or not 1 <= self.uplinks <= 16:
+            raise ValueError("GSEConfig: host_ports must be 1..16 and uplinks 1..16")
         if not 1 <= self.max_inflight <= self.reorder_window:
             raise ValueError(
                 "GSEConfig.max_inflight must be 1..reorder_window (a reorder window holds "

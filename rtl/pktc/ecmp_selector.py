@@ -73,7 +73,7 @@ class ECMPSelector(wiring.Component):
     Parameters
     ----------
     uplinks : int
-        U outputs (2..16).
+        U outputs (1..16; with one, every flow takes uplink 0 while it is healthy).
     data_width : int
         Width of ``tdata`` (a power of two, 8..512).
     ethertype : int
@@ -128,8 +128,8 @@ class ECMPSelector(wiring.Component):
     """
 
     def __init__(self, uplinks=4, data_width=64, ethertype=GSE_ETHERTYPE):
-        if not isinstance(uplinks, int) or not 2 <= uplinks <= 16:
-            raise ValueError(f"uplinks must be 2..16, not {uplinks!r}")
+        if not isinstance(uplinks, int) or not 1 <= uplinks <= 16:
+            raise ValueError(f"uplinks must be 1..16, not {uplinks!r}")
         self.uplinks, self.ethertype = uplinks, ethertype
         self.data_width = check_data_width(data_width)
         sig = AXIStreamSignature(data_width)
@@ -243,7 +243,7 @@ class ECMPSelector(wiring.Component):
 
         count = Signal(range(U + 1))
         m.d.comb += count.eq(sum(health1[i] for i in range(U)))
-        r = Signal(range(U))
+        r = Signal(range(U))  # the rank among the healthy; no bits with one uplink (always 0)
         none = Signal()
         product = Signal(16 + len(r))  # h16 * count < count * 2**16: the top fits r
         m.d.comb += product.eq(h16 * count)

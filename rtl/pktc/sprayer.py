@@ -39,9 +39,12 @@ Interface
 
 Parameters
 ----------
-``data_width`` (64), ``uplinks`` U (2..16), ``nodes`` (seq table depth, power of
+``data_width`` (64), ``uplinks`` U (1..16), ``nodes`` (seq table depth, power of
 two), ``policy`` (0 round-robin over healthy uplinks; 1 least-loaded: fewest bytes
 sent, among healthy uplinks; a link that rejoins starts at the current minimum).
+With U = 1 (a leaf cabled straight to another leaf) either policy sends every
+container on uplink 0 while it is healthy and holds every container and control
+frame while it is not; the seq numbers are stamped as with several uplinks.
 
 Timing
 ------
@@ -134,8 +137,8 @@ def _uplink_choice(m, policy, healthy, last_pick, load, choice, choice_ok):
 class ContainerSprayer(wiring.Component):
     def __init__(self, data_width=64, uplinks=4, nodes=16, policy=0):
         check_data_width(data_width)
-        if not 2 <= uplinks <= 16:
-            raise ValueError("uplinks must be 2..16")
+        if not 1 <= uplinks <= 16:
+            raise ValueError("uplinks must be 1..16")
         if nodes < 2 or nodes & (nodes - 1) or nodes > 65536:
             raise ValueError("nodes must be a power of two, 2..65536")
         if policy not in (0, 1):

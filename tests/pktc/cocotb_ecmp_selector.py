@@ -142,13 +142,9 @@ async def test_random_flows(dut):
     U = tb.uplinks
     await tb.start()
     per = [0] * U
-    phases = [
-        (0, (1 << U) - 1),
-        (0xDEADBEEF, (1 << U) - 1),
-        (0x1234567, 0b1011 % (1 << U) or 1),
-        (5, 0),
-        (77, 0b0100),
-    ]
+    full = (1 << U) - 1
+    # with U = 1 the last set folds to none: uplink 0 down drops every frame
+    phases = [(0, full), (0xDEADBEEF, full), (0x1234567, 0b1011 % (1 << U) or 1), (5, 0), (77, 0b0100 & full)]
     for seed, healthy in phases:
         tb.set(seed, healthy)
         flows = [
@@ -225,7 +221,10 @@ async def test_seeds_move_flows(dut):
         rng = random.Random(seed)
         drawn = [(s, d, rng.randrange(49152, 65536)) for s, d in pairs]
         moved.add(str(partition(await placement(tb, drawn, seed))))
-    assert len(moved) == 4, f"drawn source ports gave only {len(moved)} different placements of 4"
+    if tb.uplinks > 1:
+        assert len(moved) == 4, f"drawn source ports gave only {len(moved)} different placements of 4"
+    else:  # one uplink: nothing to move, every flow on uplink 0 under every seed
+        assert parts == moved == {str([list(range(len(pairs)))])}, f"placements {parts | moved}"
 
 
 @cocotb.test()

@@ -215,7 +215,9 @@ async def test_healthy_set_changes(dut):
     tb.set_pauses(0.1, 0.2)
     await tb.reset()
     U = tb.U
-    masks = [(1 << U) - 1, 0b0101 & ((1 << U) - 1) or 1, ((1 << U) - 1) & ~1, 0, 0b0010, (1 << U) - 1]
+    full = (1 << U) - 1
+    # with U = 1 the partial masks fold to all or none: uplink 0 leaves and rejoins
+    masks = [full, 0b0101 & full or 1, full & ~1, 0, 0b0010 & full, full]
     changes = []
     for mask in masks:
         for _ in range(6):
@@ -316,7 +318,7 @@ async def test_avoid_other_sprayers_uplinks(dut):
     await tb.drain()
     tb.check_data()
     used = set()
-    checked = 0
+    checked = forced = 0
     for i in range(U):
         for fr, s, _e in tb.frames[i]:
             f = frame_fields(fr)
@@ -330,7 +332,49 @@ async def test_avoid_other_sprayers_uplinks(dut):
             if mask is not None and mask != full:
                 checked += 1
                 assert not mask >> i & 1, f"container to {f['dst_node']} seq {f['seq']} on avoided uplink {i}"
+            if mask == full:
+                forced += 1
     assert checked > 10, f"only {checked} containers started under an avoid mask"
+    # every healthy uplink avoided (with U = 1: the only one) must not stop the sprayer
+    assert forced >= 3, f"only {forced} containers started with every uplink avoided"
     assert used == busy_seen, f"containers on uplinks {used}, busy named {busy_seen}"
     for s in tb.sinks:
         assert s.empty()
+
+
+@cocotb.test()
+async def test_no_healthy_uplink_holds(dut):
+    """With no uplink healthy (U = 1: uplink 0 down) nothing is sent, neither a
+    container nor a control frame, and ``stat_stall_no_uplink`` counts the clocks they
+    wait; once an uplink is healthy again all of it leaves, stamped as the model says
+    (seq per destination unbroken), nothing lost or doubled."""
+    tb = SprayerTB(dut, 4)
+    tb.set_pauses(0.1, 0.2)
+    await tb.reset()
+    full = (1 << tb.U) - 1
+    for _ in range(3):  # some traffic first: seq numbers are under way
+        tb.send_container(tb.rng.randrange(4))
+    await tb.drain(cycles=50)
+    before = sum(len(f) for f in tb.frames)
+    dut.healthy.value = 0
+    for _ in range(5):  # the healthy set reaches the choice 2 (+ log2 U) clocks later
+        await RisingEdge(dut.clk)
+    stall0 = int(dut.stat_stall_no_uplink.value)
+    for _ in range(6):
+        tb.send_container(tb.rng.randrange(4))
+    tb.send_ctrl(REQUEST)
+    tb.send_ctrl(GRANT)
+    held = 400
+    for _ in range(held):
+        await RisingEdge(dut.clk)
+    assert sum(len(f) for f in tb.frames) == before, "a frame left with no healthy uplink"
+    for i in range(tb.U):
+        assert not int(getattr(dut, f"m_axis_{i}_tvalid").value), f"uplink {i} valid with none healthy"
+    stalled = int(dut.stat_stall_no_uplink.value) - stall0
+    assert held - 20 <= stalled <= held + 10, f"stat_stall_no_uplink rose by {stalled} in {held} clocks"
+    dut.healthy.value = full
+    await tb.drain()
+    tb.check_data()
+    tb.check_ctrl()
+    st = await tb.stats()
+    assert sum(st["containers"]) == len(tb.expected) and st["ctrl"] == 2

@@ -19,6 +19,7 @@ def test_model_crc_is_crc32():
     assert crc32_reflected(b"123456789", 0xFFFFFFFF) ^ 0xFFFFFFFF == 0xCBF43926  # the check value
 
 
-@pytest.mark.parametrize("uplinks", [4, 3])
+# 1: a leaf cabled straight to another leaf (every flow on uplink 0 while it is healthy)
+@pytest.mark.parametrize("uplinks", [4, 3, 1])
 def test_ecmp_selector(uplinks):
     run_cocotb("ecmp_selector", {"uplinks": uplinks, "data_width": 64}, "cocotb_ecmp_selector")

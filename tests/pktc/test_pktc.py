@@ -33,8 +33,10 @@ def test_reorder_regress(data_width):
     run("reorder", {**REORDER, "data_width": data_width}, "cocotb_reorder_regress")
 
 
-def test_sprayer():
-    run("sprayer", {"data_width": 64, "uplinks": 4, "nodes": 16, "policy": 0}, "cocotb_sprayer")
+# U = 1: a leaf cabled straight to another leaf; both policies must reduce to uplink 0
+@pytest.mark.parametrize("uplinks, policy", [(4, 0), (1, 1)], ids=["u4", "u1"])
+def test_sprayer(uplinks, policy):
+    run("sprayer", {"data_width": 64, "uplinks": uplinks, "nodes": 16, "policy": policy}, "cocotb_sprayer")
 
 
 #: The emulated-fabric test runs the PKTC bench's composition and parameters.

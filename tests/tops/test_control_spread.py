@@ -123,3 +123,47 @@ def test_control_spread_full_rate():
     n_beats = sum(len(list(beats(d, 8))) for d in frames)
     got, clocks = run(4, [(0xF, frames)], idle=0.0, stall=0.0)
     assert sum(map(len, got[0])) == len(frames) and clocks == n_beats, (clocks, n_beats)
+
+
+def test_control_spread_one_uplink():
+    """U = 1 (a leaf cabled straight to another leaf): every frame on uplink 0 in input
+    order at one beat per clock; while uplink 0 is down nothing leaves (the frames wait,
+    the input's ready falls) and all of them leave, in order, once it is back."""
+    rng = random.Random(1)
+    keys = [(rng.randrange(1 << 16), rng.randrange(1 << 16)) for _ in range(8)]
+    frames = keyed_frames(rng, 30, keys)
+    got, clocks = run(1, [(1, frames)], idle=0.0, stall=0.0)
+    assert got[0] == [frames] and clocks == sum(len(list(beats(d, 8))) for d in frames)
+
+    dut = ControlSpread(64, 1)
+    held, out, waited = 200, [], []
+
+    async def source(ctx):
+        ctx.set(dut.healthy, 0)
+        for data in frames[:10]:
+            await send_frame(ctx, dut.s_axis, data, 8, rng, 0.2)
+        ctx.set(dut.s_axis.valid, 0)
+
+    async def sink(ctx):
+        o, partial = dut.m_axis[0], bytearray()
+        ctx.set(o.ready, 1)
+        for _ in range(held):
+            assert not ctx.get(o.valid), "a frame left with no healthy uplink"
+            waited.append(ctx.get(dut.s_axis.valid) and not ctx.get(dut.s_axis.ready))
+            await ctx.tick()
+        ctx.set(dut.healthy, 1)
+        for _ in range(CYCLE_LIMIT):
+            if len(out) == 10:
+                break
+            payload = ctx.get(o.payload) if ctx.get(o.valid) else None
+            await ctx.tick()
+            if payload is not None and (frame := take_beat(partial, payload, 8)) is not None:
+                out.append(frame)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(source)
+    sim.add_testbench(sink)
+    sim.run()
+    assert any(waited), "the input never waited while uplink 0 was down"
+    assert out == frames[:10]

@@ -69,10 +69,11 @@ def test_leaf_loopback_4x4(lb):
     run_leaf(LOOP, {"lb": lb, "host_ports": 4, "uplinks": 4}, "cocotb_leaf_loop")
 
 
-def board_leaf_spec(board):
+def board_leaf_spec(board, **override):
     """The catalog leaf cut to a board leaf's sizes (platforms/boards/leaf_top.py: its
     ``Sizes``, data width included, and GSELeaf's defaults for what ``LeafTop`` does not
-    set: link ``delay`` 100, the timers), without the board's management port and MACs."""
+    set: link ``delay`` 100, the timers), without the board's management port and MACs;
+    ``override``: parameters that differ from the board's (e.g. ``uplinks``)."""
     from opengse.platforms.boards.leaf_top import SIZES
 
     sz = SIZES[board]
@@ -85,7 +86,9 @@ def board_leaf_spec(board):
         slot_bytes=sz.slot_bytes,
         n_req=sz.n_req,
     )
-    return dataclasses.replace(get_block("leaf"), name=f"leaf_{board.replace('-', '_')}", params=params)
+    params.update(override)
+    name = f"leaf_{board.replace('-', '_')}" + "".join(f"_{k}{v}" for k, v in sorted(override.items()))
+    return dataclasses.replace(get_block("leaf"), name=name, params=params)
 
 
 # In the default regression (a build of its own, about 1 minute here): the only leaf
@@ -95,3 +98,14 @@ def test_leaf_colorlight_sizes_loopback():
     """The Colorlight 5A-75B leaf's sizes (1 x 2, its data width: 32 bits), host 0 to
     itself over both looped-back uplinks: the board leaf's datapath at its width."""
     run_leaf(board_leaf_spec("colorlight-5a75b"), None, "cocotb_leaf_loop")
+
+
+# The Colorlight leaf with one uplink, as two boards cabled port 1 to port 1 use it (no
+# spine; its second uplink was a looped-back dead end): host 0 to itself over uplink 0.
+# The ECMP mode (every flow on uplink 0) under make test-slow.
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("lb", [0, pytest.param(1, marks=pytest.mark.slow)], ids=["gse", "ecmp"])
+def test_leaf_colorlight_sizes_one_uplink_loopback(lb):
+    """As :func:`test_leaf_colorlight_sizes_loopback` with ``uplinks`` = 1: every
+    container on uplink 0, seq numbers, reorder, REQUEST/GRANT and PROBEs as with two."""
+    run_leaf(board_leaf_spec("colorlight-5a75b", uplinks=1), {"lb": lb}, "cocotb_leaf_loop")

@@ -32,17 +32,18 @@ class ControlRx(wiring.Component):
     manager h), counters ``dec_stat_*`` (the decoder's), ``stat_requests``,
     ``stat_grants``, ``stat_drop_unrouted``.
 
-    Timing: a register slice (SkidBuffer) on each ``s_ctl[u]``, the mux's register,
-    the decoder (a header 2 clocks after the frame's last beat), a register slice
-    holding the decoded record with its routing, then one on each ``m_req[h]`` and
-    ``m_grant[h]``. 8 beats
+    Timing: a register slice (SkidBuffer) on each ``s_ctl[u]``, the mux's register
+    (none with one uplink: no mux), the decoder (a header 2 clocks after the frame's
+    last beat), a register slice holding the decoded record with its routing, then one
+    on each ``m_req[h]`` and ``m_grant[h]``. 8 beats
     per frame at 64 bits: the decoder takes one frame per 8 clocks, shared by the
     uplinks (control frames are a few percent of each link).
     """
 
     def __init__(self, data_width=64, uplinks=4, hosts=4, ethertype=GSE_ETHERTYPE):
         self.uplinks, self.hosts = uplinks, hosts
-        self.mux = PacketMux(uplinks, data_width, policy=ROUND_ROBIN)
+        # one uplink: no round-robin, its slice feeds the decoder
+        self.mux = PacketMux(uplinks, data_width, policy=ROUND_ROBIN) if uplinks > 1 else None
         self.dec = ControlFrameDecoder(data_width, ethertype)
         self.demux = [ControlDemux() for _ in range(hosts)]
         sig = AXIStreamSignature(data_width)
@@ -65,13 +66,17 @@ class ControlRx(wiring.Component):
 
         m = Module()
         H = self.hosts
-        m.submodules.mux = mux = self.mux
+        if self.mux is not None:
+            m.submodules.mux = mux = self.mux
         m.submodules.dec = dec = self.dec
-        for u in range(self.uplinks):
-            # a register slice per uplink: the round-robin's ready (its pick from all
-            # the inputs' valid) does not run back into the fabric ingress's demux
-            skid_between(m, f"in_skid_{u}", wiring.flipped(self.s_ctl[u]), mux.s_axis[u])
-        wiring.connect(m, mux.m_axis, dec.s_axis)
+        if self.mux is None:
+            skid_between(m, "in_skid_0", wiring.flipped(self.s_ctl[0]), dec.s_axis)
+        else:
+            for u in range(self.uplinks):
+                # a register slice per uplink: the round-robin's ready (its pick from all
+                # the inputs' valid) does not run back into the fabric ingress's demux
+                skid_between(m, f"in_skid_{u}", wiring.flipped(self.s_ctl[u]), mux.s_axis[u])
+            wiring.connect(m, mux.m_axis, dec.s_axis)
         # the routing (dst_node - node_base, its compare) into a register slice with the
         # control record: the demux below works from registers
         dc = dec.m_ctl

@@ -41,7 +41,7 @@ class ControlSpread(wiring.Component):
     64 bits), and REQUESTs and GRANTs out of order cost the DGSQ resynchronisations
     (GRANT seq gaps) and throughput.
 
-    Parameters: ``data_width``, ``uplinks`` U (2..16).
+    Parameters: ``data_width``, ``uplinks`` U (1..16).
 
     Interface: ``s_axis`` (in, AXI-Stream; ``tready`` a register, low only while the
     window below is full), ``m_axis[u]`` (out), ``healthy`` (in, U bits: the link
@@ -58,8 +58,8 @@ class ControlSpread(wiring.Component):
     """
 
     def __init__(self, data_width=64, uplinks=2):
-        if not 2 <= uplinks <= 16:
-            raise ValueError("uplinks must be 2..16")
+        if not 1 <= uplinks <= 16:
+            raise ValueError("uplinks must be 1..16")
         self.data_width, self.uplinks = data_width, uplinks
         self.demux = PacketDemux(uplinks, data_width)
         sig = AXIStreamSignature(data_width)

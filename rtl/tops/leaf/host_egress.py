@@ -26,7 +26,8 @@ __all__ = ["HostEgress"]
 
 class HostEgress(wiring.Component):
     """GSE mode: per uplink an admission queue (store-and-forward, always ready, drops
-    what does not fit) -> round-robin of the ``U`` queues -> reorder buffer (GSE mode;
+    what does not fit) -> round-robin of the ``U`` queues (none with U = 1: the one
+    queue's slice feeds the reorder buffer) -> reorder buffer (GSE mode;
     bypassed with ``reorder`` = 0, ECMP) -> untag (parser, ``strip`` 1) -> egress FIFO
     (store-and-forward) -> :class:`~opengse.rtl.lib.pause_gate.PauseGate` -> host; beside it the port's
     :class:`~opengse.rtl.dgsq.arbiter.GrantArbiter` (GSE mode), which grants against
@@ -92,7 +93,8 @@ class HostEgress(wiring.Component):
         cfg = self.config = config
         w, U = cfg.data_width, cfg.uplinks
         self.port, self.reorder = port, reorder
-        self.mux = PacketMux(U, w, policy=ROUND_ROBIN)
+        # one uplink (U = 1): nothing to take turns with, its frames go straight on
+        self.mux = PacketMux(U, w, policy=ROUND_ROBIN) if U > 1 else None
         self.depth = cfg.egress_buffer_bytes // (w // 8)
         if self.depth & (self.depth - 1):
             raise ValueError("egress_buffer_bytes / bytes per beat must be a power of two")
@@ -146,7 +148,13 @@ class HostEgress(wiring.Component):
 
         m = Module()
         U, bpb = self.config.uplinks, self.config.data_width // 8
-        m.submodules.mux = mux = self.mux
+        if self.mux is not None:
+            m.submodules.mux = mux = self.mux
+            mux_in, mux_out = mux.s_axis, mux.m_axis
+        else:
+            # U = 1: the uplink's stream in place of the mux's input and output
+            mux_out = AXIStreamSignature(self.config.data_width).create(path=("mux_out",))
+            mux_in = [wiring.flipped(mux_out)]
         m.submodules.fifo = fifo = self.fifo
         m.submodules.untag = untag = self.untag
         m.submodules.gate = gate = self.gate
@@ -156,7 +164,7 @@ class HostEgress(wiring.Component):
                 wiring.connect(m, wiring.flipped(self.s_data[u]), adm.s_axis)
                 # a register slice: the round-robin's ready (from every queue's valid)
                 # does not reach the queue's read address and block RAM
-                skid_between(m, f"adm_skid_{u}", adm.m_axis, mux.s_axis[u])
+                skid_between(m, f"adm_skid_{u}", adm.m_axis, mux_in[u])
             # the sums registered (one clock late): no adder chain into the register bank
             m.d.sync += [
                 self.stat_drop_admit.eq(sum(a.stat_drop_full + a.stat_drop_oversize for a in self.adm)),
@@ -164,13 +172,13 @@ class HostEgress(wiring.Component):
             ]
         else:
             for u in range(U):
-                wiring.connect(m, wiring.flipped(self.s_data[u]), mux.s_axis[u])
+                wiring.connect(m, wiring.flipped(self.s_data[u]), mux_in[u])
         if self.reorder:
             m.submodules.ro = ro = self.ro
-            wiring.connect(m, mux.m_axis, ro.s_axis)
+            wiring.connect(m, mux_out, ro.s_axis)
             wiring.connect(m, ro.m_axis, untag.s_axis)
         else:
-            wiring.connect(m, mux.m_axis, untag.s_axis)
+            wiring.connect(m, mux_out, untag.s_axis)
 
         # untag -> FIFO, the arrival of each frame reported at its last beat; the parser's
         # two outputs through register slices, so that the FIFO's and the arbiter's

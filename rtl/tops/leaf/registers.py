@@ -258,20 +258,28 @@ def stored_counters(leaf, regmap):
     return out
 
 
+def _pairs(bank, block, reg, part, port, count):
+    """(bank element, part element) of one register: a part's array member may have a
+    single element (a counter per uplink of a one-uplink leaf), whose register, like
+    any of count 1, is a plain port of the bank."""
+    ours, theirs = getattr(bank, port_name(block, block[reg])), getattr(part, port)
+    if part.signature.members[port].dimensions:
+        theirs = list(theirs)
+    else:
+        theirs = [theirs]
+    return zip(list(ours) if count > 1 else [ours], theirs)
+
+
 def connect_leaf_registers(m, bank, regmap, leaf):
     """Drive every part's RO registers in ``bank`` from the part's ports, and the
     part's query inputs from its RW registers."""
     for prefix, part in leaf.parts().items():
         block = regmap[prefix]
         for reg, (port, _w, count) in part_inputs(part).items():
-            ours, theirs = getattr(bank, port_name(block, block[reg])), getattr(part, port)
-            pairs = zip(ours, theirs) if count > 1 else [(ours, theirs)]
-            for a, b in pairs:
+            for a, b in _pairs(bank, block, reg, part, port, count):
                 m.d.comb += b.eq(a)
         for reg, (port, _w, count) in part_ports(part).items():
-            ours, theirs = getattr(bank, port_name(block, block[reg])), getattr(part, port)
-            pairs = zip(ours, theirs) if count > 1 else [(ours, theirs)]
-            for a, b in pairs:
+            for a, b in _pairs(bank, block, reg, part, port, count):
                 m.d.comb += a.eq(b)
 
 
