@@ -8,8 +8,8 @@ Ports of the leaf and what they meet on the board:
   and :class:`~opengse.rtl.tb.traffic_check.TrafficChecker` each (configured as in the
   self-test: 4 flows, 60..1514-byte frames, to host 0's node);
 * uplink 0: RGMII port 1 where the board has one (Colorlight 5A-75B: two boards cabled
-  port 1 to port 1 form a two-leaf fabric); otherwise looped back to the leaf's own
-  fabric port; uplinks 1..U-1 (GSEConfig needs at least two): looped back (a register
+  port 1 to port 1 form a two-leaf fabric, and its leaf has that one uplink); otherwise
+  looped back to the leaf's own fabric port; uplinks 1..U-1: looped back (a register
   stage each way; the leaf's PROBEs come back and the link monitor keeps them healthy).
 * ``link_up`` (no MDIO link status is read): 1 for every uplink on a board whose
   uplinks are all looped back; where uplink 0 is RGMII port 1 (a cable to another
@@ -118,7 +118,9 @@ SIZES = {
     # tenant are per port), so at most 2 requesters per egress port: 4 queues and 4
     # arbiter slots leave a spare each. The rest (counters and register bank, the
     # arbiter's lanes) does not scale with sizes (docs/boards.md).
-    "colorlight-5a75b": Sizes(data_width=32, nodes=2, queues=4, n_req=4, core_hz=62.5e6),
+    # One uplink: the board's one fabric port (GSEConfig's second uplink was a looped-back
+    # dead end held down, about 1 600 LUT4).
+    "colorlight-5a75b": Sizes(uplinks=1, data_width=32, nodes=2, queues=4, n_req=4, core_hz=62.5e6),
     # The core at 62.5 MHz on both boards: the composed leaf does not close at 125 MHz
     # on either part (docs/boards.md, "Core clock"), and 62.5 MHz at 32 or 64 bits
     # carries twice or four times the line rate.

@@ -92,20 +92,21 @@ def board_leaf_spec(board, **override):
 
 
 # In the default regression (a build of its own, about 1 minute here): the only leaf
-# test at 32 bits, the width the Colorlight board leaf is built at.
-@pytest.mark.timeout(3600)
-def test_leaf_colorlight_sizes_loopback():
-    """The Colorlight 5A-75B leaf's sizes (1 x 2, its data width: 32 bits), host 0 to
-    itself over both looped-back uplinks: the board leaf's datapath at its width."""
-    run_leaf(board_leaf_spec("colorlight-5a75b"), None, "cocotb_leaf_loop")
-
-
-# The Colorlight leaf with one uplink, as two boards cabled port 1 to port 1 use it (no
-# spine; its second uplink was a looped-back dead end): host 0 to itself over uplink 0.
-# The ECMP mode (every flow on uplink 0) under make test-slow.
+# test at 32 bits, the width the Colorlight board leaf is built at, and with one uplink,
+# as two boards cabled port 1 to port 1 use it (no spine). The ECMP mode (every flow on
+# uplink 0) under make test-slow.
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize("lb", [0, pytest.param(1, marks=pytest.mark.slow)], ids=["gse", "ecmp"])
-def test_leaf_colorlight_sizes_one_uplink_loopback(lb):
-    """As :func:`test_leaf_colorlight_sizes_loopback` with ``uplinks`` = 1: every
-    container on uplink 0, seq numbers, reorder, REQUEST/GRANT and PROBEs as with two."""
-    run_leaf(board_leaf_spec("colorlight-5a75b", uplinks=1), {"lb": lb}, "cocotb_leaf_loop")
+def test_leaf_colorlight_sizes_loopback(lb):
+    """The Colorlight 5A-75B leaf's sizes (1 x 1, its data width: 32 bits), host 0 to
+    itself over its looped-back uplink: every container on uplink 0, seq numbers,
+    reorder, REQUEST/GRANT and PROBEs as with more uplinks."""
+    run_leaf(board_leaf_spec("colorlight-5a75b"), {"lb": lb}, "cocotb_leaf_loop")
+
+
+# The same leaf with two uplinks (what the board leaf was built with before it could have
+# one): spraying at 32 bits. Under make test-slow.
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_leaf_colorlight_sizes_two_uplink_loopback():
+    run_leaf(board_leaf_spec("colorlight-5a75b", uplinks=2), None, "cocotb_leaf_loop")
