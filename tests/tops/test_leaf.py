@@ -110,3 +110,30 @@ def test_leaf_colorlight_sizes_loopback(lb):
 @pytest.mark.timeout(3600)
 def test_leaf_colorlight_sizes_two_uplink_loopback():
     run_leaf(board_leaf_spec("colorlight-5a75b", uplinks=2), None, "cocotb_leaf_loop")
+
+
+def test_one_host_port_leaf_takes_tc_and_tenant_whole():
+    """A leaf with one host port (the Colorlight's) has ``leaf.host_tc`` and
+    ``leaf.host_tenant`` as plain registers, not arrays of one: written over AXI4-Lite,
+    the host ingress gets every bit (it used to take bit 0). Amaranth simulation, under a
+    second."""
+    from amaranth.sim import Simulator
+    from regs.test_regs_bank import SimBus
+
+    spec = board_leaf_spec("colorlight-5a75b")
+    leaf = spec.factory(**spec.params)
+    assert leaf.config.host_ports == 1
+    got = {}
+
+    async def bench(ctx):
+        bus = SimBus(ctx, leaf)
+        await bus.write32(leaf.regmap.address("leaf", "host_tc"), 5)
+        await bus.write32(leaf.regmap.address("leaf", "host_tenant"), 0x5A3)
+        await ctx.tick().repeat(8)  # the registers near the host ingress
+        got.update(tc=ctx.get(leaf.hin[0].tc), tenant=ctx.get(leaf.hin[0].tenant))
+
+    sim = Simulator(leaf)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == {"tc": 5, "tenant": 0x5A3}
