@@ -201,10 +201,10 @@ def _watch(proc, tim, timeout, device, log):
 
 
 def _router_option(top):
-    """nextpnr's router for a top: its ``nextpnr_router`` if it names one (the leaf tops:
-    router1, nextpnr's default, did not converge on the ECPIX-5 leaf, router2 does), else
-    the default (on the Colorlight self-test router2 gave 106.0 MHz where router1 gives
-    136.3 on the same placement)."""
+    """nextpnr's router for a top: its ``nextpnr_router`` if it names one (the leaf tops,
+    per board: router1, nextpnr's default, did not converge on the ECPIX-5 leaf, router2
+    did not on the Colorlight's), else the default (on the Colorlight self-test router2
+    gave 106.0 MHz where router1 gives 136.3 on the same placement)."""
     router = getattr(top, "nextpnr_router", None)
     return f" --router {router}" if router else ""
 

@@ -133,9 +133,16 @@ SIZES = {
 class LeafTop(Elaboratable):
     """The board's leaf (see the module docstring)."""
 
-    #: nextpnr's router for ``gse build``: its default (router1) did not converge on the
-    #: ECPIX-5 leaf (overused wires for hours); router2 routed it in 90 iterations.
-    nextpnr_router = "router2"
+    #: nextpnr's router for ``gse build``, per board. ECPIX-5: router2, because router1
+    #: did not converge on its leaf (overused wires for hours) where router2 took 90
+    #: iterations. Colorlight (90 % of the 25F's LUTs): router1, because router2 came
+    #: down to about 10 overused wires and then diverged (thousands by iteration 300)
+    #: on two seeds, where router1 routed it.
+    ROUTERS = {"colorlight-5a75b": "router1", "ecpix5-85": "router2"}
+
+    @property
+    def nextpnr_router(self):
+        return self.ROUTERS.get(self.board.name)
 
     def __init__(self, board, sizes=None, core_hz=None, start_cycles=None, phy_reset_cycles=None):
         self.board = board

@@ -25,6 +25,15 @@ word written in write clock ``t`` is on ``r_data`` five read clocks after the wr
 pointer leaves ``t`` (two synchroniser flip-flops, the registered "memory holds a
 word", the read of the memory, the output register), three more than ``AsyncFIFO``.
 
+``read_register=True`` registers the memory's read data before the output stage (one
+read clock more of latency), so that nothing but a short route follows a block RAM's
+output: the ECP5's DP16KD has no output register that Yosys maps, and on the -6 grade
+its clock-to-output alone is 5.8 ns (the Colorlight leaf's MAC transmit crossing,
+5.8 ns + 2.3 ns of route into the output stage, missed 125 MHz). Two reads are then in
+flight and the output stage still holds three words, so it delivers at most three
+words in four clocks: for a reader that takes no more (the MAC's transmit side takes
+one word every ``data_width / 8`` clocks, so at ``data_width`` 16 and up).
+
 Pointers cross as Gray code through two-flip-flop ``FFSynchronizer`` chains each way.
 Reset, as ``AsyncFIFO``: the write domain's reset empties the FIFO and reaches the read
 side as ``r_rst`` (an ``AsyncFFSynchronizer``: set at once, released two read clocks
@@ -65,9 +74,10 @@ class RegisteredAsyncFIFO(AsyncFIFO):
     """See the module docstring. Parameters as ``AsyncFIFO`` (``width``, ``depth`` a power
     of two of at least 4, ``r_domain``, ``w_domain``)."""
 
-    def __init__(self, *, width, depth, r_domain="read", w_domain="write"):
+    def __init__(self, *, width, depth, r_domain="read", w_domain="write", read_register=False):
         if depth < 4 or depth & (depth - 1):
             raise ValueError(f"RegisteredAsyncFIFO: depth must be a power of two >= 4, not {depth}")
+        self._read_register = bool(read_register)
         super().__init__(width=width, depth=depth, r_domain=r_domain, w_domain=w_domain, exact_depth=True)
 
     def elaborate(self, platform):
@@ -109,19 +119,26 @@ class RegisteredAsyncFIFO(AsyncFIFO):
 
         # Output stage: head (r_data) and two words behind it, valid bits v0, v1, v2
         # filled from v0 up; `pending`: a word was read from the memory in the last
-        # clock and is on its output now. (Separate valid bits: a vector whose bit 0
-        # is r_rdy leaves that bit of its name unused in the export, which lint flags.)
+        # clock and is on its output now; `arrive`: a word reaches the stage now (the
+        # pending one, or with read_register the one pending a clock ago). (Separate
+        # valid bits: a vector whose bit 0 is r_rdy leaves that bit of its name unused
+        # in the export, which lint flags.)
         v0, v1, v2 = (Signal(reset_less=True, name=f"v{i}") for i in range(3))
         head = Signal(self.width, reset_less=True)
         b1 = Signal(self.width, reset_less=True)
         b2 = Signal(self.width, reset_less=True)
         pending = Signal(reset_less=True)
+        if self._read_register:
+            word, arrive = Signal(self.width, reset_less=True), Signal(reset_less=True)
+            rd += [word.eq(r_port.data), arrive.eq(pending)]
+        else:
+            word, arrive = r_port.data, pending
         r_rst = Signal()
         m.submodules.rst_cdc = AsyncFFSynchronizer(
             ResetSignal(self._w_domain, allow_reset_less=True), r_rst, o_domain=self._r_domain
         )
         # Read the memory when it holds a word and the output stage will have room for
-        # it whatever is popped (fill + pending < 3). "Holds a word" is registered: the
+        # it whatever is popped (fill + words in flight < 3). "Holds a word" is registered: the
         # clock before, both possible next read pointers (this one, this one + 1) were
         # compared with the synchronised write pointer, and `pending` says which it
         # became. The write pointer is then a clock older: it only grows, so the answer
@@ -132,9 +149,14 @@ class RegisteredAsyncFIFO(AsyncFIFO):
         ne1 = Signal(reset_less=True)
         rd += [ne0.eq(rgray != wgray_r), ne1.eq(rgray_p1 != wgray_r)]
         issue = Signal()
+        room = Signal()  # fill + words in flight < 3 (fill counts from v0 up)
+        if self._read_register:
+            m.d.comb += room.eq(~v2 & ~(v1 & (pending | arrive)) & ~(v0 & pending & arrive))
+        else:
+            m.d.comb += room.eq(~v2 & ~(v1 & pending))
         raddr_nxt = Signal(bits)
         m.d.comb += [
-            issue.eq(Mux(pending, ne1, ne0) & ~v2 & ~(v1 & pending)),
+            issue.eq(Mux(pending, ne1, ne0) & room),
             raddr_nxt.eq(raddr + issue),
             r_port.addr.eq(raddr[:-1]),
             r_port.en.eq(1),
@@ -145,7 +167,6 @@ class RegisteredAsyncFIFO(AsyncFIFO):
         rd += pending.eq(issue)
 
         pop = Signal()
-        word = r_port.data
         m.d.comb += pop.eq(self.r_en & v0)
         # Each register loads when it is popped from or empty: the head from b1 if that
         # holds a word, else from the memory; b1 likewise from b2; b2 from the memory.
@@ -155,15 +176,16 @@ class RegisteredAsyncFIFO(AsyncFIFO):
             rd += b1.eq(Mux(v2, b2, word))
         with m.If(pop | ~v2):
             rd += b2.eq(word)
-        with m.If(pop & ~pending):
+        with m.If(pop & ~arrive):
             rd += [v0.eq(v1), v1.eq(v2), v2.eq(0)]
-        with m.Elif(~pop & pending):
+        with m.Elif(~pop & arrive):
             rd += [v0.eq(1), v1.eq(v0), v2.eq(v1)]
 
         # r_level, registered twice: memory words seen, plus the words in flight.
         rd += wptr_r.eq(_binary(wgray_r))
         in_stage = Signal(2, reset_less=True)
-        rd += in_stage.eq(v0 + v1 + v2 + pending)
+        in_flight = pending + arrive if self._read_register else pending
+        rd += in_stage.eq(v0 + v1 + v2 + in_flight)
         rd += self.r_level.eq(wptr_r - raddr + in_stage)
 
         # The write side's reset holds its pointers at 0 and r_rst (set at once, released
@@ -172,6 +194,8 @@ class RegisteredAsyncFIFO(AsyncFIFO):
         with m.If(r_rst):
             rd += [raddr.eq(0), rgray.eq(0), rgray_p1.eq(1), ne0.eq(0), ne1.eq(0)]
             rd += [v0.eq(0), v1.eq(0), v2.eq(0), pending.eq(0), self.r_rst.eq(1)]
+            if self._read_register:
+                rd += arrive.eq(0)
         with m.Else():
             rd += self.r_rst.eq(0)
         return m
