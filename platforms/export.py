@@ -198,16 +198,19 @@ def _cdc(obj):
     """A clock-domain crossing kept as a module of its own: ``(module name, clocks,
     description)`` with ``clocks`` = ``[(clock port, reset port, domain)]``, or None.
 
-    * an ``AsyncFIFO`` is ``gse_cdc_async_fifo_<depth>x<width>``, clocks ``wclk``/``wrst``
-      (write side) and ``rclk``/``rrst`` (read side);
+    * an ``AsyncFIFO`` is ``gse_cdc_async_fifo_<depth>x<width>`` (``..._rreg`` for a
+      :class:`~opengse.rtl.mac.async_fifo.RegisteredAsyncFIFO` with ``read_register``: one
+      read clock more, so not the same module), clocks ``wclk``/``wrst`` (write side) and
+      ``rclk``/``rrst`` (read side);
     * a ``PulseSynchronizer`` is ``gse_cdc_pulse``, clocks ``iclk``/``irst`` and
       ``oclk``/``orst``.
     Their other ports are their own signals (``w_data, w_en, w_rdy, w_level, r_data,
     r_en, r_rdy, r_level, r_rst``; ``i``, ``o``)."""
     if isinstance(obj, AsyncFIFO):
         w, r = obj._w_domain, obj._r_domain
+        rreg = getattr(obj, "_read_register", False)
         return (
-            f"gse_cdc_async_fifo_{obj.depth}x{obj.width}",
+            f"gse_cdc_async_fifo_{obj.depth}x{obj.width}" + ("_rreg" if rreg else ""),
             [("wclk", "wrst", w), ("rclk", "rrst", r)],
             {
                 "kind": "async_fifo",
@@ -216,6 +219,7 @@ def _cdc(obj):
                 "clocks": {"wclk": w, "rclk": r},
                 "pointers": "Gray code, two-flip-flop synchronisers each way",
                 "reset": "wrst empties the FIFO; it reaches the read side as r_rst",
+                "read_register": rreg,
             },
         )
     if isinstance(obj, PulseSynchronizer):
