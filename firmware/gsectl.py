@@ -18,7 +18,9 @@ commands:
   watch [BLOCK]             counter rates, refreshed until Ctrl-C
 
 ``--map FILE`` is the JSON register map the bitstream was built with
-(``RegisterMap.as_dict()``); the default is the reference map of ``gse regs``. Every
+(``RegisterMap.as_dict()``, as ``gse build`` writes it beside the bitstream, with the
+core clock ``clock_hz`` that ``watch`` needs); the default is the reference map of
+``gse regs``. Every
 error (unknown register, value out of range, no answer) is one line on stderr and a
 non-zero exit.
 """
@@ -50,15 +52,20 @@ def _int(text, what):
 
 
 def _load_map(path):
+    """``(register map, its core clock in Hz or None)``."""
     from opengse.rtl.regs.description import RegisterMap
 
     if path is None:
         from opengse.rtl.regs.blocks import reference_map
 
-        return reference_map()
+        return reference_map(), None
     try:
         with open(path) as f:
-            return RegisterMap.from_dict(json.load(f))
+            doc = json.load(f)
+        clock_hz = doc.get("clock_hz")
+        if clock_hz is not None and not (isinstance(clock_hz, (int, float)) and clock_hz > 0):
+            raise ValueError(f"clock_hz must be a positive number, not {clock_hz!r}")
+        return RegisterMap.from_dict(doc), clock_hz
     except OSError as e:
         raise GsectlError(f"cannot read the register map {path}: {e.strerror}") from None
     except (ValueError, KeyError, TypeError) as e:
@@ -262,7 +269,11 @@ def build_parser():
     sp.add_argument("block", nargs="?")
     sp.add_argument("--interval", type=float, default=1.0, help="seconds between samples (default 1)")
     sp.add_argument("--count", type=int, help="stop after this many samples")
-    sp.add_argument("--clock-hz", type=float, default=125e6, help="the core clock, for rates (default 125e6)")
+    sp.add_argument(
+        "--clock-hz",
+        type=float,
+        help="the core clock, for rates (default: the map file's clock_hz, else 125e6)",
+    )
     return p
 
 
@@ -286,7 +297,12 @@ def main(argv=None, out=None):
         args = build_parser().parse_args(argv)
         if args.timeout <= 0 or args.retries < 0:
             raise GsectlError("--timeout must be > 0 and --retries >= 0")
-        regmap = _load_map(args.map)
+        regmap, map_clock_hz = _load_map(args.map)
+        if args.command == "watch":
+            if args.clock_hz is None:
+                args.clock_hz = map_clock_hz or 125e6
+            if args.clock_hz <= 0:
+                raise GsectlError("--clock-hz must be > 0")
         bus = open_bus(args)
         regs = Registers(bus, regmap)
         COMMANDS[args.command](regs, args, out)

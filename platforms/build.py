@@ -151,13 +151,17 @@ def _last_error(path):
 
 def write_register_map(top, out, name):
     """Write ``out/<name>.map.json``, the register map of a top that has one (its
-    ``regmap``: the leaf), the file ``gsectl --map`` takes for that bitstream; return its
-    path, or None for a top without a map."""
+    ``regmap``: the leaf), the file ``gsectl --map`` takes for that bitstream, with the
+    top's core clock (``clock_hz``: ``gsectl watch`` turns ``sys.uptime`` clocks into
+    seconds with it); return its path, or None for a top without a map."""
     regmap = getattr(top, "regmap", None)
     if regmap is None:
         return None
+    doc = regmap.as_dict()
+    if getattr(top, "core_hz", None):
+        doc["clock_hz"] = top.core_hz
     path = Path(out) / f"{name}.map.json"
-    path.write_text(json.dumps(regmap.as_dict(), indent=2, sort_keys=True) + "\n")
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return path
 
 

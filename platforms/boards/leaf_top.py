@@ -172,6 +172,11 @@ class LeafTop(Elaboratable):
         #: ``leaf.map.json`` for ``gsectl --map``)
         self.regmap = self.leaf.regmap
 
+    @property
+    def core_hz(self):
+        """The core clock, Hz (``gse build`` writes it into the register map's file)."""
+        return self.sizes.core_hz
+
     def lpf_preferences(self):
         return rx_clock_preferences(self.board.rgmii_ports)
 

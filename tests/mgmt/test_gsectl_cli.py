@@ -76,3 +76,21 @@ def test_no_answer(tmp_path, capsys):
     sink.setblocking(False)
     assert len(sink.recv(2048)) == 60 and len(sink.recv(2048)) == 60  # two attempts were sent
     sink.close()
+
+
+def test_map_file_clock(tmp_path, capsys):
+    """``gse build`` writes the core clock into the map file (``clock_hz``); gsectl takes
+    it for ``watch`` and refuses one that is not a positive number."""
+    from opengse.rtl.regs.description import RegisterMap
+    from opengse.rtl.regs.system import system_block
+
+    doc = RegisterMap([system_block()], name="t", doc="t").as_dict()
+    m = tmp_path / "map.json"
+    m.write_text(json.dumps({**doc, "clock_hz": 62.5e6}))
+    regmap, clock_hz = gsectl._load_map(str(m))
+    assert clock_hz == 62.5e6 and [b.name for b in regmap] == ["sys"]
+    assert gsectl._load_map(None)[1] is None  # the reference map: no board, no clock
+    m.write_text(json.dumps({**doc, "clock_hz": -1}))
+    assert gsectl.main(["--sim", "x", "--map", str(m), "read", "sys.ident"]) == 2
+    err = capsys.readouterr().err
+    assert "is not a register map" in err and "clock_hz must be a positive number" in err, err

@@ -261,8 +261,10 @@ def test_leaf_register_map_file(tmp_path):
 
     _, leaf = make_top("ecpix5-85", "leaf")
     path = write_register_map(leaf, tmp_path, "leaf")
-    back = RegisterMap.from_dict(json.loads(path.read_text()))
+    doc = json.loads(path.read_text())
+    back = RegisterMap.from_dict(doc)
     assert back.fingerprint() == leaf.regmap.fingerprint() and back["mgmt"] and back["leaf"]
+    assert doc["clock_hz"] == 62.5e6  # the leaf's core clock, for gsectl watch
     _, selftest = make_top("ecpix5-85", "selftest")
     assert write_register_map(selftest, tmp_path, "selftest") is None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["leaf.map.json"]
