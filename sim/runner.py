@@ -148,8 +148,8 @@ def _source_digest(spec, params):
     import opengse.rtl
 
     roots = [Path(opengse.rtl.__file__).parent, Path(opengse.platforms.__file__).parent]
-    try:
-        roots.append(Path(inspect.getfile(spec.build)).parent)
+    try:  # the factory's file: `spec.build` is BlockSpec's own method (rtl/catalog.py)
+        roots.append(Path(inspect.getfile(spec.factory)).parent)
     except TypeError:
         pass
     h = hashlib.sha1(json.dumps([spec.name, spec.module, params], sort_keys=True, default=str).encode())

@@ -1,6 +1,7 @@
 """Test-only build of :class:`~opengse.rtl.tops.leaf.managed_leaf.ManagedLeaf`: a small
-leaf (the Colorlight board leaf's sizes: 1 host port x 2 uplinks, 2 nodes, its buffers;
-64-bit unless ``data_width`` says otherwise) with the
+leaf (the Colorlight board leaf's sizes, 2 nodes, its buffers, but 1 host port x 2
+uplinks, so that ``gsectl links`` shows one uplink up and one down; 64-bit unless
+``data_width`` says otherwise) with the
 management port of tests/mgmt (its key, an 8-clock UART bit) and, as on the boards,
 its counters in the bank's CounterStore, for gsectl end to end
 against a real leaf (cocotb_managed_leaf.py), in both modes (``lb`` 0 GSE, as the board
@@ -26,7 +27,7 @@ PARAMS = {"lb": 1, "data_width": 64, "probe_interval": 64}
 
 def managed_leaf(lb=1, data_width=64, probe_interval=64):
     # the Colorlight board leaf's sizes (platforms/boards/leaf_top.py), one place for both
-    sz = replace(SIZES["colorlight-5a75b"], data_width=data_width)
+    sz = replace(SIZES["colorlight-5a75b"], data_width=data_width, uplinks=2)
     return ManagedLeaf(
         sz.config(),
         ("gse", "ecmp")[lb],
