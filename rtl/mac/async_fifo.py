@@ -25,14 +25,16 @@ word written in write clock ``t`` is on ``r_data`` five read clocks after the wr
 pointer leaves ``t`` (two synchroniser flip-flops, the registered "memory holds a
 word", the read of the memory, the output register), three more than ``AsyncFIFO``.
 
-``read_register=True`` registers the memory's read data before the output stage (one
-read clock more of latency), so that nothing but a short route follows a block RAM's
-output: the ECP5's DP16KD has no output register that Yosys maps, and on the -6 grade
-its clock-to-output alone is 5.8 ns (the Colorlight leaf's MAC transmit crossing,
-5.8 ns + 2.3 ns of route into the output stage, missed 125 MHz). Two reads are then in
-flight and the output stage still holds three words, so it delivers at most three
-words in four clocks: for a reader that takes no more (the MAC's transmit side takes
-one word every ``data_width / 8`` clocks, so at ``data_width`` 16 and up).
+``read_registers`` (0, 1 or 2) registers the memory's read data that many times before
+the output stage (a read clock of latency each), so that nothing but a route follows a
+block RAM's output, and with two the first register can sit by the RAM: the ECP5's
+DP16KD has no output register that Yosys maps, and on the -6 grade its clock-to-output
+alone is 5.8 ns (the Colorlight leaf's MAC transmit crossing: 5.8 ns + 2.3 ns of route
+into the output stage, then with one register 5.8 + 2.7 into it, missed 125 MHz). The
+output stage still holds three words with more reads in flight, so it delivers at most
+three words in four clocks (one register) or in five (two): for a reader that takes no
+more (the MAC's transmit side takes one word every ``data_width / 8`` clocks, so at
+``data_width`` 16 and up).
 
 Pointers cross as Gray code through two-flip-flop ``FFSynchronizer`` chains each way.
 Reset, as ``AsyncFIFO``: the write domain's reset empties the FIFO and reaches the read
@@ -74,10 +76,12 @@ class RegisteredAsyncFIFO(AsyncFIFO):
     """See the module docstring. Parameters as ``AsyncFIFO`` (``width``, ``depth`` a power
     of two of at least 4, ``r_domain``, ``w_domain``)."""
 
-    def __init__(self, *, width, depth, r_domain="read", w_domain="write", read_register=False):
+    def __init__(self, *, width, depth, r_domain="read", w_domain="write", read_registers=0):
         if depth < 4 or depth & (depth - 1):
             raise ValueError(f"RegisteredAsyncFIFO: depth must be a power of two >= 4, not {depth}")
-        self._read_register = bool(read_register)
+        if read_registers not in (0, 1, 2):
+            raise ValueError(f"RegisteredAsyncFIFO: read_registers must be 0, 1 or 2, not {read_registers!r}")
+        self._read_registers = read_registers
         super().__init__(width=width, depth=depth, r_domain=r_domain, w_domain=w_domain, exact_depth=True)
 
     def elaborate(self, platform):
@@ -118,52 +122,56 @@ class RegisteredAsyncFIFO(AsyncFIFO):
         m.submodules.consume_cdc = FFSynchronizer(rgray, rgray_w, o_domain=self._w_domain)
 
         # Output stage: head (r_data) and two words behind it, valid bits v0, v1, v2
-        # filled from v0 up; `pending`: a word was read from the memory in the last
-        # clock and is on its output now; `arrive`: a word reaches the stage now (the
-        # pending one, or with read_register the one pending a clock ago). (Separate
-        # valid bits: a vector whose bit 0 is r_rdy leaves that bit of its name unused
-        # in the export, which lint flags.)
+        # filled from v0 up. In flight: `flight[0]`, a word was read from the memory in
+        # the last clock and is on its output now; `flight[k]`, it is in the k-th read
+        # register; the last of them arrives at the stage now. (Separate valid bits: a
+        # vector whose bit 0 is r_rdy leaves that bit of its name unused in the export,
+        # which lint flags.)
         v0, v1, v2 = (Signal(reset_less=True, name=f"v{i}") for i in range(3))
         head = Signal(self.width, reset_less=True)
         b1 = Signal(self.width, reset_less=True)
         b2 = Signal(self.width, reset_less=True)
-        pending = Signal(reset_less=True)
-        if self._read_register:
-            word, arrive = Signal(self.width, reset_less=True), Signal(reset_less=True)
-            rd += [word.eq(r_port.data), arrive.eq(pending)]
-        else:
-            word, arrive = r_port.data, pending
+        flight = [Signal(reset_less=True, name=f"flight{k}") for k in range(self._read_registers + 1)]
+        pending, arrive = flight[0], flight[-1]
+        word = r_port.data
+        for k in range(1, len(flight)):
+            reg = Signal(self.width, reset_less=True, name=f"read_reg{k}")
+            rd += [reg.eq(word), flight[k].eq(flight[k - 1])]
+            word = reg
         r_rst = Signal()
         m.submodules.rst_cdc = AsyncFFSynchronizer(
             ResetSignal(self._w_domain, allow_reset_less=True), r_rst, o_domain=self._r_domain
         )
         # Read the memory when it holds a word and the output stage will have room for
-        # it whatever is popped (fill + words in flight < 3). "Holds a word" is registered: the
-        # clock before, both possible next read pointers (this one, this one + 1) were
-        # compared with the synchronised write pointer, and `pending` says which it
-        # became. The write pointer is then a clock older: it only grows, so the answer
-        # errs only towards waiting. (The Gray compare into the pointer adder was 12
-        # LUT levels.)
+        # it whatever is popped (fill + words in flight < 3). "Holds a word" is
+        # registered: the clock before, both possible next read pointers (this one, this
+        # one + 1) were compared with the synchronised write pointer, and `pending` says
+        # which it became. The write pointer is then a clock older: it only grows, so the
+        # answer errs only towards waiting. (The Gray compare into the pointer adder was
+        # 12 LUT levels.) The next pointers are muxes of registers (raddr, + 1, + 2), so
+        # `issue` meets no adder on its way to them.
         rgray_p1 = Signal(bits, init=1, reset_less=True)  # Gray of raddr + 1
+        raddr_p1 = Signal(bits, init=1, reset_less=True)  # raddr + 1
+        raddr_p2 = Signal(bits, init=2, reset_less=True)  # raddr + 2
         ne0 = Signal(reset_less=True)
         ne1 = Signal(reset_less=True)
         rd += [ne0.eq(rgray != wgray_r), ne1.eq(rgray_p1 != wgray_r)]
         issue = Signal()
-        room = Signal()  # fill + words in flight < 3 (fill counts from v0 up)
-        if self._read_register:
-            m.d.comb += room.eq(~v2 & ~(v1 & (pending | arrive)) & ~(v0 & pending & arrive))
-        else:
-            m.d.comb += room.eq(~v2 & ~(v1 & pending))
+        in_flight = sum(flight)
         raddr_nxt = Signal(bits)
+        raddr_p1_nxt = Signal(bits)
         m.d.comb += [
-            issue.eq(Mux(pending, ne1, ne0) & room),
-            raddr_nxt.eq(raddr + issue),
+            issue.eq(Mux(pending, ne1, ne0) & (v0 + v1 + v2 + in_flight < 3)),
+            raddr_nxt.eq(Mux(issue, raddr_p1, raddr)),
+            raddr_p1_nxt.eq(Mux(issue, raddr_p2, raddr_p1)),
             r_port.addr.eq(raddr[:-1]),
             r_port.en.eq(1),
             self.r_rdy.eq(v0),
             self.r_data.eq(head),
         ]
-        rd += [raddr.eq(raddr_nxt), rgray.eq(_gray(raddr_nxt)), rgray_p1.eq(_gray((raddr_nxt + 1)[:bits]))]
+        rd += [raddr.eq(raddr_nxt), raddr_p1.eq(raddr_p1_nxt)]
+        rd += raddr_p2.eq(Mux(issue, raddr_p2 + 1, raddr_p2))
+        rd += [rgray.eq(_gray(raddr_nxt)), rgray_p1.eq(_gray(raddr_p1_nxt))]
         rd += pending.eq(issue)
 
         pop = Signal()
@@ -184,7 +192,6 @@ class RegisteredAsyncFIFO(AsyncFIFO):
         # r_level, registered twice: memory words seen, plus the words in flight.
         rd += wptr_r.eq(_binary(wgray_r))
         in_stage = Signal(2, reset_less=True)
-        in_flight = pending + arrive if self._read_register else pending
         rd += in_stage.eq(v0 + v1 + v2 + in_flight)
         rd += self.r_level.eq(wptr_r - raddr + in_stage)
 
@@ -192,10 +199,9 @@ class RegisteredAsyncFIFO(AsyncFIFO):
         # two read clocks after it) holds the read pointers at 0: a synchronous reset to
         # a constant, no load of the synchronised pointer into the read address.
         with m.If(r_rst):
-            rd += [raddr.eq(0), rgray.eq(0), rgray_p1.eq(1), ne0.eq(0), ne1.eq(0)]
-            rd += [v0.eq(0), v1.eq(0), v2.eq(0), pending.eq(0), self.r_rst.eq(1)]
-            if self._read_register:
-                rd += arrive.eq(0)
+            rd += [raddr.eq(0), raddr_p1.eq(1), raddr_p2.eq(2), rgray.eq(0), rgray_p1.eq(1)]
+            rd += [ne0.eq(0), ne1.eq(0), v0.eq(0), v1.eq(0), v2.eq(0), self.r_rst.eq(1)]
+            rd += [f.eq(0) for f in flight]
         with m.Else():
             rd += self.r_rst.eq(0)
         return m

@@ -21,8 +21,8 @@ if the core falls behind; that flag is registered, a few clocks stale). The toke
 each frame is consumed after its last word, so tokens and frames stay paired. After a
 ``last`` word ``o`` offers nothing for at least one clock until the next token is seen.
 Latency: a word reaches the FIFO's output five ``tx`` clocks after the ``sync`` clock
-that wrote it (six from ``data_width`` 16 up: the data FIFO's ``read_register``), a
-token five, and a frame's first word is offered the clock after its
+that wrote it (seven from ``data_width`` 16 up: the data FIFO's two
+``read_registers``), a token five, and a frame's first word is offered the clock after its
 token is seen (``have_token``, registered): about six ``tx`` clocks from the frame's
 last beat, three more than with ``AsyncFIFO`` and the register slice that followed it.
 
@@ -60,13 +60,14 @@ class TxFrameCrossing(wiring.Component):
         m = Module()
         layout = word_layout(self._width, 1)
         # From 16 bits up a word lasts at least two line clocks, so the read data can be
-        # registered after the memory (a block RAM's slow output, then only a route).
+        # registered twice after the memory (a block RAM's slow output, then only a route
+        # to a register the placer can put beside it).
         m.submodules.fifo = fifo = RegisteredAsyncFIFO(
             width=layout.size,
             depth=self._depth,
             r_domain=self._r,
             w_domain=self._w,
-            read_register=self._width >= 16,
+            read_registers=2 if self._width >= 16 else 0,
         )
         m.submodules.tokens = tokens = RegisteredAsyncFIFO(
             width=1, depth=self._token_depth, r_domain=self._r, w_domain=self._w
