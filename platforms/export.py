@@ -206,7 +206,7 @@ def _cdc(obj):
       ``oclk``/``orst``.
     Their other ports are their own signals (``w_data, w_en, w_rdy, w_level, r_data,
     r_en, r_rdy, r_level, r_rst``; ``i``, ``o``)."""
-    if isinstance(obj, AsyncFIFO):
+    if isinstance(obj, AsyncFIFO) and obj._w_domain != obj._r_domain:  # one domain: no crossing
         w, r = obj._w_domain, obj._r_domain
         rreg = getattr(obj, "_read_registers", 0)
         return (

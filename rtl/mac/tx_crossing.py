@@ -1,33 +1,44 @@
 """Transmit clock-domain crossing: the core's AXI-Stream to frame words in ``tx``.
 
-:class:`TxFrameCrossing` holds frames in a :class:`~.async_fifo.RegisteredAsyncFIFO`
-of words (written in ``sync``, read in ``tx``) and releases a frame to the transmitter
-only when it is complete (store and forward), because once a frame has started on the
-wire its bytes must follow at line rate. A second, small one carries one token per
-complete frame (written with the frame's last word). Both FIFOs' ``w_rdy``,
-``r_rdy`` and ``r_data`` are registers.
+:class:`TxFrameCrossing` stores frames in the core's clock and crosses them in a small
+one:
+
+* the **store** (``sync``): a :class:`~.async_fifo.RegisteredAsyncFIFO` of ``depth``
+  words with both sides in ``sync`` (a block RAM at the MAC's sizes), and a second,
+  small one of one token per complete frame (written with the frame's last word). A
+  frame leaves the store only when it is complete (store and forward), because once a
+  frame has started on the wire its bytes must follow at line rate;
+* the **crossing** (``sync`` -> ``tx``): a :class:`~.async_fifo.RegisteredAsyncFIFO` of
+  :data:`CROSSING_WORDS` words (LUT RAM), cut-through.
+
+Why the store is on the core side: a block RAM read in ``tx`` put its output (5.8 ns
+clock-to-output on the ECP5 -6 grade, and no output register Yosys maps) and the route
+from wherever the placer put it into the 8 ns of the 125 MHz transmit clock; on the
+Colorlight leaf that missed 125 MHz on every try (103.8-118.1 MHz). In the core's
+clock it has the core's period, and ``tx`` reads LUT RAM beside its own logic, as in
+the self-test. A released frame moves from the store at one word a ``sync`` clock,
+which is at least the line's rate (the MAC requires ``clk`` >= 125 MHz x 8 /
+``data_width``), so the crossing does not run dry in the middle of a frame.
 
 Write side (``sync``): ``s_axis`` (AXI-Stream, ``data_width``). A beat is taken when the
-data FIFO has room (and, for a last beat, the token FIFO too). Its byte count is the
+store has room (and, for a last beat, the token FIFO too). Its byte count is the
 number of set ``tkeep`` bits, taken from byte 0 up (``tkeep`` is contiguous from bit 0
 on a packed stream; a beat with ``tkeep`` 0 counts as one byte). ``tuser`` bit 0 of the
 last beat travels with it.
 
 Read side (``tx``): ``o`` (stream of word beats, ``user`` = the ``tuser`` bit), straight
-from the data FIFO's output registers. The first word of a frame is offered only when
-that frame's token has arrived, or when the data FIFO holds at least ``depth`` words (a
-frame longer than the FIFO: it then goes out cut-through, and the transmitter aborts it
-if the core falls behind; that flag is registered, a few clocks stale). The token of
+from the crossing's output registers. A frame's first word leaves the store only when
+that frame's token has arrived, or when the store holds at least ``depth`` words (a
+frame longer than the store: it then goes out cut-through, and the transmitter aborts
+it if the core falls behind; that flag is registered, a few clocks stale). The token of
 each frame is consumed after its last word, so tokens and frames stay paired. After a
-``last`` word ``o`` offers nothing for at least one clock until the next token is seen.
-Latency: a word reaches the FIFO's output five ``tx`` clocks after the ``sync`` clock
-that wrote it (seven from ``data_width`` 16 up: the data FIFO's two
-``read_registers``), a token five, and a frame's first word is offered the clock after its
-token is seen (``have_token``, registered): about six ``tx`` clocks from the frame's
-last beat, three more than with ``AsyncFIFO`` and the register slice that followed it.
+``last`` word the store offers nothing for at least one clock until the next token is
+seen. Latency: a frame's first word leaves the store about eight ``sync`` clocks after
+the frame's last beat (the token's five, ``have_token``, the store's output stage), and
+reaches ``o`` five ``tx`` clocks after that.
 
-Reset: ``rst`` empties both FIFOs (they reset from their write domain), ``tx_rst``
-the read-side state.
+Reset: ``rst`` empties the store and the crossing (they reset from their write
+domain), ``tx_rst`` the crossing's read side.
 """
 
 from amaranth.hdl import Module, Signal
@@ -39,7 +50,11 @@ from ..lib.stream import AXIStreamSignature
 from .async_fifo import RegisteredAsyncFIFO
 from .frame_beats import word_layout
 
-__all__ = ["TxFrameCrossing"]
+__all__ = ["TxFrameCrossing", "CROSSING_WORDS"]
+
+#: Words of the crossing FIFO (LUT RAM): its read side takes one word per
+#: ``data_width / 8`` transmit clocks while the store fills it one a core clock.
+CROSSING_WORDS = 16
 
 
 class TxFrameCrossing(wiring.Component):
@@ -59,18 +74,15 @@ class TxFrameCrossing(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         layout = word_layout(self._width, 1)
-        # From 16 bits up a word lasts at least two line clocks, so the read data can be
-        # registered twice after the memory (a block RAM's slow output, then only a route
-        # to a register the placer can put beside it).
+        # The store: both sides in the write domain (see the module docstring).
         m.submodules.fifo = fifo = RegisteredAsyncFIFO(
-            width=layout.size,
-            depth=self._depth,
-            r_domain=self._r,
-            w_domain=self._w,
-            read_registers=2 if self._width >= 16 else 0,
+            width=layout.size, depth=self._depth, r_domain=self._w, w_domain=self._w
         )
         m.submodules.tokens = tokens = RegisteredAsyncFIFO(
-            width=1, depth=self._token_depth, r_domain=self._r, w_domain=self._w
+            width=1, depth=self._token_depth, r_domain=self._w, w_domain=self._w
+        )
+        m.submodules.crossing = crossing = RegisteredAsyncFIFO(
+            width=layout.size, depth=CROSSING_WORDS, r_domain=self._r, w_domain=self._w
         )
         n = self._width // 8
         beat = self.s_axis.payload
@@ -96,7 +108,7 @@ class TxFrameCrossing(wiring.Component):
             tokens.w_en.eq(self.s_axis.valid & beat.last & fifo.w_rdy),
         ]
 
-        rd = m.d[self._r]
+        rd = m.d[self._w]  # the store's read side
         start = Signal(init=1)  # the next word read is a frame's first
         owe_token = Signal()  # a frame went out; its token is not consumed yet
         # The FIFO's r_rdy and r_data are registers and its r_en only loads its output
@@ -115,12 +127,18 @@ class TxFrameCrossing(wiring.Component):
         rd += have_token.eq(tokens.r_rdy & ~tokens.r_en)
         release = Signal()
         m.d.comb += release.eq(~start | (~owe_token & (have_token | full)))
+        moved = Signal()
         m.d.comb += [
-            self.o.valid.eq(fifo.r_rdy & release),
-            self.o.payload.eq(word_out),
-            fifo.r_en.eq(self.o.ready & release),
+            moved.eq(fifo.r_rdy & release & crossing.w_rdy),
+            crossing.w_data.eq(word_out.as_value()),
+            # the FIFOs ignore w_en and r_en while not ready
+            crossing.w_en.eq(fifo.r_rdy & release),
+            fifo.r_en.eq(crossing.w_rdy & release),
+            self.o.valid.eq(crossing.r_rdy),
+            self.o.payload.eq(crossing.r_data),
+            crossing.r_en.eq(self.o.ready),
         ]
-        with m.If(self.o.valid & self.o.ready):
+        with m.If(moved):
             rd += start.eq(word_out.last)
             with m.If(word_out.last):
                 rd += owe_token.eq(1)

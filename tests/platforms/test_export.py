@@ -234,13 +234,14 @@ def test_mac_crossings_are_named_modules(tmp_path):
     doc = manifest(spec.build(**params), spec.module, params, keep_modules=spec.kept_modules(**params))
     cdc = {s["path"]: (s["module"], s["cdc"]["clocks"]) for s in doc["submodules"] if "cdc" in s}
     assert cdc["rx_crossing.fifo"][1] == {"wclk": "rx", "rclk": "sync"}
-    assert cdc["tx_crossing.fifo"][1] == {"wclk": "sync", "rclk": "tx"}
+    assert cdc["tx_crossing.crossing"][1] == {"wclk": "sync", "rclk": "tx"}
     assert cdc["rx_crossing.fifo"][0].startswith("gse_cdc_async_fifo_")
-    # the transmit FIFO registers its read data twice (64 bits): a module of another name
-    assert cdc["tx_crossing.fifo"][0].endswith("_rreg2") and "_rreg" not in cdc["rx_crossing.fifo"][0]
+    assert cdc["tx_crossing.crossing"][0].startswith("gse_cdc_async_fifo_16x")
     assert {m for m, _c in cdc.values()} >= {"gse_cdc_pulse"}
-    # every crossing of the MAC: the two frame FIFOs, the tx token FIFO, the pulses
-    assert sum(m.startswith("gse_cdc_async_fifo_") for m, _c in cdc.values()) == 3
+    # every crossing of the MAC: the receive FIFO, the transmit crossing, the pulses; the
+    # transmit store (frames and tokens) is in `sync` alone, no crossing
+    assert sum(m.startswith("gse_cdc_async_fifo_") for m, _c in cdc.values()) == 2
+    assert "tx_crossing.fifo" not in cdc and "tx_crossing.tokens" not in cdc
 
 
 def test_reorder_ram_has_its_shape():
