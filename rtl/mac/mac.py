@@ -7,7 +7,7 @@
 
 and the transmit path (``tx`` domain, 125 MHz from the board)::
 
-    s_axis (sync) -> TxFrameCrossing (AsyncFIFO, store and forward) -> ByteUnpacker
+    s_axis (sync) -> TxFrameCrossing (store and forward in sync, 16-word AsyncFIFO) -> ByteUnpacker
                -> TxFramer (preamble, pad to 60, FCS, 12-byte gap) -> RGMIIOutput (DDR)
 
 Clocks and resets (synchronous, active high): ``clk``/``rst`` (``sync``: the core side,
