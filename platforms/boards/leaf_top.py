@@ -115,12 +115,13 @@ SIZES = {
     # The LFE5U-25F: a 32-bit datapath (2 Gb/s at the 62.5 MHz core, twice its 1 Gb/s
     # RGMII ports) halves every beat-wide register (slices, FIFOs, parsers' windows); a
     # two-board fabric has 2 host nodes, each host one context per destination (tc and
-    # tenant are per port), so at most 2 requesters per egress port: 4 queues and 4
-    # arbiter slots leave a spare each. The rest (counters and register bank, the
-    # arbiter's lanes) does not scale with sizes (docs/boards.md).
+    # tenant are per port), so at most 2 requesters per egress port: 2 queues and 2
+    # arbiter slots, no spare (with 4 each the leaf filled 93 % of the LUT4 and
+    # nextpnr's placer stalled). The rest (counters and register bank, the arbiter's
+    # lanes) does not scale with sizes (docs/boards.md).
     # One uplink: the board's one fabric port (GSEConfig's second uplink was a looped-back
     # dead end held down, about 1 600 LUT4).
-    "colorlight-5a75b": Sizes(uplinks=1, data_width=32, nodes=2, queues=4, n_req=4, core_hz=62.5e6),
+    "colorlight-5a75b": Sizes(uplinks=1, data_width=32, nodes=2, queues=2, n_req=2, core_hz=62.5e6),
     # The core at 62.5 MHz on both boards: the composed leaf does not close at 125 MHz
     # on either part (docs/boards.md, "Core clock"), and 62.5 MHz at 32 or 64 bits
     # carries twice or four times the line rate.
