@@ -159,6 +159,14 @@ class AXI4LiteRegisterBank(wiring.Component):
             return [], None
         return stored, counter_bits(len(stored), max(counters.values()))
 
+    def elements(self, block, register):
+        """The ports of register ``register`` (a name) of block ``block`` (a name), as a
+        list of ``count`` elements: a register of count 1 is a plain port, not an array
+        of one (indexing it would pick a bit)."""
+        blk = self.regmap[block]
+        reg = blk[register]
+        return _elems(getattr(self, port_name(blk, reg)), reg)
+
     # ---- helpers ------------------------------------------------------------------------
     def _value(self, blk, reg, i):
         """What a read of element ``i`` returns (the live value)."""

@@ -299,10 +299,7 @@ class GSELeaf(wiring.Component):
             bank.leaf_healthy.eq(self.lm.healthy),
             bank.leaf_link_up.eq(self.link_up),
         ]
-        # a register of count 1 is a plain port, not an array of one (indexing it would take bit 0)
-        host_tc, host_tenant = bank.leaf_host_tc, bank.leaf_host_tenant
-        if H == 1:
-            host_tc, host_tenant = [host_tc], [host_tenant]
+        host_tc, host_tenant = bank.elements("leaf", "host_tc"), bank.elements("leaf", "host_tenant")
         m.d.comb += [tcs[p].eq(host_tc[p]) for p in range(H)]
         m.d.comb += [tenants[p].eq(host_tenant[p]) for p in range(H)]
         return node_base, seed, tcs, tenants

@@ -258,16 +258,13 @@ def stored_counters(leaf, regmap):
     return out
 
 
-def _pairs(bank, block, reg, part, port, count):
+def _pairs(bank, block, reg, part, port):
     """(bank element, part element) of one register: a part's array member may have a
     single element (a counter per uplink of a one-uplink leaf), whose register, like
     any of count 1, is a plain port of the bank."""
-    ours, theirs = getattr(bank, port_name(block, block[reg])), getattr(part, port)
-    if part.signature.members[port].dimensions:
-        theirs = list(theirs)
-    else:
-        theirs = [theirs]
-    return zip(list(ours) if count > 1 else [ours], theirs)
+    theirs = getattr(part, port)
+    theirs = list(theirs) if part.signature.members[port].dimensions else [theirs]
+    return zip(bank.elements(block.name, reg), theirs)
 
 
 def connect_leaf_registers(m, bank, regmap, leaf):
@@ -275,11 +272,11 @@ def connect_leaf_registers(m, bank, regmap, leaf):
     part's query inputs from its RW registers."""
     for prefix, part in leaf.parts().items():
         block = regmap[prefix]
-        for reg, (port, _w, count) in part_inputs(part).items():
-            for a, b in _pairs(bank, block, reg, part, port, count):
+        for reg, (port, _w, _count) in part_inputs(part).items():
+            for a, b in _pairs(bank, block, reg, part, port):
                 m.d.comb += b.eq(a)
-        for reg, (port, _w, count) in part_ports(part).items():
-            for a, b in _pairs(bank, block, reg, part, port, count):
+        for reg, (port, _w, _count) in part_ports(part).items():
+            for a, b in _pairs(bank, block, reg, part, port):
                 m.d.comb += a.eq(b)
 
 
