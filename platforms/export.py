@@ -198,19 +198,16 @@ def _cdc(obj):
     """A clock-domain crossing kept as a module of its own: ``(module name, clocks,
     description)`` with ``clocks`` = ``[(clock port, reset port, domain)]``, or None.
 
-    * an ``AsyncFIFO`` is ``gse_cdc_async_fifo_<depth>x<width>`` (``..._rreg<n>`` for a
-      :class:`~opengse.rtl.mac.async_fifo.RegisteredAsyncFIFO` with ``read_registers`` n:
-      n read clocks more, so not the same module), clocks ``wclk``/``wrst`` (write side) and
-      ``rclk``/``rrst`` (read side);
+    * an ``AsyncFIFO`` is ``gse_cdc_async_fifo_<depth>x<width>``, clocks ``wclk``/``wrst``
+      (write side) and ``rclk``/``rrst`` (read side);
     * a ``PulseSynchronizer`` is ``gse_cdc_pulse``, clocks ``iclk``/``irst`` and
       ``oclk``/``orst``.
     Their other ports are their own signals (``w_data, w_en, w_rdy, w_level, r_data,
     r_en, r_rdy, r_level, r_rst``; ``i``, ``o``)."""
     if isinstance(obj, AsyncFIFO) and obj._w_domain != obj._r_domain:  # one domain: no crossing
         w, r = obj._w_domain, obj._r_domain
-        rreg = getattr(obj, "_read_registers", 0)
         return (
-            f"gse_cdc_async_fifo_{obj.depth}x{obj.width}" + (f"_rreg{rreg}" if rreg else ""),
+            f"gse_cdc_async_fifo_{obj.depth}x{obj.width}",
             [("wclk", "wrst", w), ("rclk", "rrst", r)],
             {
                 "kind": "async_fifo",
@@ -219,7 +216,6 @@ def _cdc(obj):
                 "clocks": {"wclk": w, "rclk": r},
                 "pointers": "Gray code, two-flip-flop synchronisers each way",
                 "reset": "wrst empties the FIFO; it reaches the read side as r_rst",
-                "read_registers": rreg,
             },
         )
     if isinstance(obj, PulseSynchronizer):

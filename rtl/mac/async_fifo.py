@@ -25,17 +25,6 @@ word written in write clock ``t`` is on ``r_data`` five read clocks after the wr
 pointer leaves ``t`` (two synchroniser flip-flops, the registered "memory holds a
 word", the read of the memory, the output register), three more than ``AsyncFIFO``.
 
-``read_registers`` (0, 1 or 2) registers the memory's read data that many times before
-the output stage (a read clock of latency each), so that nothing but a route follows a
-block RAM's output, and with two the first register can sit by the RAM: the ECP5's
-DP16KD has no output register that Yosys maps, and on the -6 grade its clock-to-output
-alone is 5.8 ns (the Colorlight leaf's MAC transmit crossing: 5.8 ns + 2.3 ns of route
-into the output stage, then with one register 5.8 + 2.7 into it, missed 125 MHz). The
-output stage still holds three words with more reads in flight, so it delivers at most
-three words in four clocks (one register) or in five (two): for a reader that takes no
-more (the MAC's transmit side takes one word every ``data_width / 8`` clocks, so at
-``data_width`` 16 and up).
-
 Pointers cross as Gray code through two-flip-flop ``FFSynchronizer`` chains each way.
 Reset, as ``AsyncFIFO``: the write domain's reset empties the FIFO and reaches the read
 side as ``r_rst`` (an ``AsyncFFSynchronizer``: set at once, released two read clocks
@@ -76,12 +65,9 @@ class RegisteredAsyncFIFO(AsyncFIFO):
     """See the module docstring. Parameters as ``AsyncFIFO`` (``width``, ``depth`` a power
     of two of at least 4, ``r_domain``, ``w_domain``)."""
 
-    def __init__(self, *, width, depth, r_domain="read", w_domain="write", read_registers=0):
+    def __init__(self, *, width, depth, r_domain="read", w_domain="write"):
         if depth < 4 or depth & (depth - 1):
             raise ValueError(f"RegisteredAsyncFIFO: depth must be a power of two >= 4, not {depth}")
-        if read_registers not in (0, 1, 2):
-            raise ValueError(f"RegisteredAsyncFIFO: read_registers must be 0, 1 or 2, not {read_registers!r}")
-        self._read_registers = read_registers
         super().__init__(width=width, depth=depth, r_domain=r_domain, w_domain=w_domain, exact_depth=True)
 
     def elaborate(self, platform):
@@ -122,22 +108,16 @@ class RegisteredAsyncFIFO(AsyncFIFO):
         m.submodules.consume_cdc = FFSynchronizer(rgray, rgray_w, o_domain=self._w_domain)
 
         # Output stage: head (r_data) and two words behind it, valid bits v0, v1, v2
-        # filled from v0 up. In flight: `flight[0]`, a word was read from the memory in
-        # the last clock and is on its output now; `flight[k]`, it is in the k-th read
-        # register; the last of them arrives at the stage now. (Separate valid bits: a
+        # filled from v0 up. `pending`: a word was read from the memory in the last clock
+        # and is on its output now, arriving at the stage. (Separate valid bits: a
         # vector whose bit 0 is r_rdy leaves that bit of its name unused in the export,
         # which lint flags.)
         v0, v1, v2 = (Signal(reset_less=True, name=f"v{i}") for i in range(3))
         head = Signal(self.width, reset_less=True)
         b1 = Signal(self.width, reset_less=True)
         b2 = Signal(self.width, reset_less=True)
-        flight = [Signal(reset_less=True, name=f"flight{k}") for k in range(self._read_registers + 1)]
-        pending, arrive = flight[0], flight[-1]
+        pending = Signal(reset_less=True)
         word = r_port.data
-        for k in range(1, len(flight)):
-            reg = Signal(self.width, reset_less=True, name=f"read_reg{k}")
-            rd += [reg.eq(word), flight[k].eq(flight[k - 1])]
-            word = reg
         r_rst = Signal()
         m.submodules.rst_cdc = AsyncFFSynchronizer(
             ResetSignal(self._w_domain, allow_reset_less=True), r_rst, o_domain=self._r_domain
@@ -157,11 +137,10 @@ class RegisteredAsyncFIFO(AsyncFIFO):
         ne1 = Signal(reset_less=True)
         rd += [ne0.eq(rgray != wgray_r), ne1.eq(rgray_p1 != wgray_r)]
         issue = Signal()
-        in_flight = sum(flight)
         raddr_nxt = Signal(bits)
         raddr_p1_nxt = Signal(bits)
         m.d.comb += [
-            issue.eq(Mux(pending, ne1, ne0) & (v0 + v1 + v2 + in_flight < 3)),
+            issue.eq(Mux(pending, ne1, ne0) & (v0 + v1 + v2 + pending < 3)),
             raddr_nxt.eq(Mux(issue, raddr_p1, raddr)),
             raddr_p1_nxt.eq(Mux(issue, raddr_p2, raddr_p1)),
             r_port.addr.eq(raddr[:-1]),
@@ -184,15 +163,15 @@ class RegisteredAsyncFIFO(AsyncFIFO):
             rd += b1.eq(Mux(v2, b2, word))
         with m.If(pop | ~v2):
             rd += b2.eq(word)
-        with m.If(pop & ~arrive):
+        with m.If(pop & ~pending):
             rd += [v0.eq(v1), v1.eq(v2), v2.eq(0)]
-        with m.Elif(~pop & arrive):
+        with m.Elif(~pop & pending):
             rd += [v0.eq(1), v1.eq(v0), v2.eq(v1)]
 
-        # r_level, registered twice: memory words seen, plus the words in flight.
+        # r_level, registered twice: memory words seen, plus the word in flight.
         rd += wptr_r.eq(_binary(wgray_r))
         in_stage = Signal(2, reset_less=True)
-        rd += in_stage.eq(v0 + v1 + v2 + in_flight)
+        rd += in_stage.eq(v0 + v1 + v2 + pending)
         rd += self.r_level.eq(wptr_r - raddr + in_stage)
 
         # The write side's reset holds its pointers at 0 and r_rst (set at once, released
@@ -201,7 +180,7 @@ class RegisteredAsyncFIFO(AsyncFIFO):
         with m.If(r_rst):
             rd += [raddr.eq(0), raddr_p1.eq(1), raddr_p2.eq(2), rgray.eq(0), rgray_p1.eq(1)]
             rd += [ne0.eq(0), ne1.eq(0), v0.eq(0), v1.eq(0), v2.eq(0), self.r_rst.eq(1)]
-            rd += [f.eq(0) for f in flight]
+            rd += pending.eq(0)
         with m.Else():
             rd += self.r_rst.eq(0)
         return m

@@ -94,7 +94,6 @@ class RGMIIMac(wiring.Component):
         self.data_width = data_width
         self.rx_words = rx_fifo_bytes * 8 // data_width
         self.tx_words = tx_fifo_bytes * 8 // data_width
-        self.tx_tokens = max(16, 1 << (tx_fifo_bytes // 64 - 1).bit_length())
         self.txc_shift = txc_shift
         self._pins = pins
         members = {
@@ -148,7 +147,7 @@ class RGMIIMac(wiring.Component):
         connect(m, rx_cdc.m_axis, wiring.flipped(self.m_axis))
 
         # Transmit: sync domain into the crossing, tx domain after it.
-        m.submodules.tx_crossing = tx_cdc = TxFrameCrossing(w, self.tx_words, self.tx_tokens, "sync", "tx")
+        m.submodules.tx_crossing = tx_cdc = TxFrameCrossing(w, self.tx_words, "sync", "tx")
         m.submodules.tx_unpacker = unpacker = ByteUnpacker(w, 1, "tx")
         m.submodules.tx_framer = tx_framer = TxFramer("tx")
         m.submodules.rgmii_tx = rgmii_tx = RGMIIOutput(self._pins, "tx", txc_domain)

@@ -11,22 +11,19 @@ from amaranth.sim import Simulator
 from opengse.rtl.mac.async_fifo import RegisteredAsyncFIFO
 
 
-def _top(depth, width=16, read_registers=0):
+def _top(depth, width=16):
     m = Module()
     m.domains.w = cd_w = ClockDomain("w")
     m.domains.r = ClockDomain("r")
-    m.submodules.fifo = fifo = RegisteredAsyncFIFO(
-        width=width, depth=depth, r_domain="r", w_domain="w", read_registers=read_registers
-    )
+    m.submodules.fifo = fifo = RegisteredAsyncFIFO(width=width, depth=depth, r_domain="r", w_domain="w")
     return m, fifo, cd_w
 
 
-@pytest.mark.parametrize("read_registers", [0, 1, 2], ids=["", "rreg1", "rreg2"])
 @pytest.mark.parametrize(
     "depth,w_period,r_period,seed", [(8, 8e-9, 8e-9, 1), (16, 7e-9, 11e-9, 2), (4, 13e-9, 5e-9, 3)]
 )
-def test_order_and_no_loss_under_random_enables(depth, w_period, r_period, seed, read_registers):
-    m, fifo, cd_w = _top(depth, read_registers=read_registers)
+def test_order_and_no_loss_under_random_enables(depth, w_period, r_period, seed):
+    m, fifo, cd_w = _top(depth)
     n = 300
     rng = random.Random(seed)
     got = []
@@ -58,13 +55,11 @@ def test_order_and_no_loss_under_random_enables(depth, w_period, r_period, seed,
     assert got == list(range(n))
 
 
-@pytest.mark.parametrize("read_registers,rate", [(0, 1), (1, 3 / 4), (2, 3 / 5)], ids=["", "rreg1", "rreg2"])
-def test_full_rate_and_reset(read_registers, rate):
-    """Both sides always enabled: one word per clock, with one read register three in
-    four, with two three in five (the output stage's three words over the reads in
-    flight)."""
+def test_full_rate_and_reset():
+    """Both sides always enabled: one word per clock; filled, it holds depth + 2 or
+    depth + 3 words; a write-side reset empties it."""
     depth = 16
-    m, fifo, cd_w = _top(depth, read_registers=read_registers)
+    m, fifo, cd_w = _top(depth)
     moved = []
 
     async def bench(ctx):
@@ -74,13 +69,13 @@ def test_full_rate_and_reset(read_registers, rate):
         for i in range(200):
             ctx.set(fifo.w_data, sent)
             _, _, wr, rr, data = await ctx.tick("w").sample(fifo.w_rdy, fifo.r_rdy, fifo.r_data)
-            assert wr or i == 0 or read_registers, f"w_rdy low at {i}"
+            assert wr or i == 0, f"w_rdy low at {i}"
             sent += wr
             if rr:
                 moved.append(data)
         # In order, at the full rate once the pipeline is full.
         assert moved == list(range(len(moved)))
-        assert 200 * rate - 10 <= len(moved) <= 200 * rate, len(moved)
+        assert 190 <= len(moved) <= 200, len(moved)
         # Fill without reading: depth - 1 or depth words in memory, 3 in its output.
         ctx.set(fifo.r_en, 0)
         taken = 0

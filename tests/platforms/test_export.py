@@ -41,7 +41,7 @@ OTHER_RAMS = {
 #: Clock-domain crossings kept as modules (the MAC's): their exact ports, clocks first.
 _IN, _OUT = "input", "output"
 CDC_MODULES = {
-    r"gse_cdc_async_fifo_\d+x\d+(_rreg\d)?": {
+    r"gse_cdc_async_fifo_\d+x\d+": {
         **dict.fromkeys(("wclk", "wrst", "rclk", "rrst", "w_data", "w_en", "r_en"), _IN),
         **dict.fromkeys(("w_rdy", "w_level", "r_data", "r_rdy", "r_level", "r_rst"), _OUT),
     },
@@ -239,9 +239,12 @@ def test_mac_crossings_are_named_modules(tmp_path):
     assert cdc["tx_crossing.crossing"][0].startswith("gse_cdc_async_fifo_16x")
     assert {m for m, _c in cdc.values()} >= {"gse_cdc_pulse"}
     # every crossing of the MAC: the receive FIFO, the transmit crossing, the pulses; the
-    # transmit store (frames and tokens) is in `sync` alone, no crossing
+    # transmit store is in `sync` alone, no crossing, and its memory an SRAM module
     assert sum(m.startswith("gse_cdc_async_fifo_") for m, _c in cdc.values()) == 2
-    assert "tx_crossing.fifo" not in cdc and "tx_crossing.tokens" not in cdc
+    assert not any(path.startswith("tx_crossing.store") for path in cdc)
+    srams = {s["path"]: s["module"] for s in doc["submodules"] if s.get("memory")}
+    words = params.get("tx_fifo_bytes", 4096) * 8 // params.get("data_width", 64)
+    assert srams["tx_crossing.store.mem"].startswith(f"gse_sram_1r1w_{words}x"), srams
 
 
 def test_reorder_ram_has_its_shape():
