@@ -423,13 +423,23 @@ def cmd_build(args):
         raise CLIError(f"unknown top {args.top!r}; tops: {', '.join(TOPS)}")
     from opengse.platforms.build import BuildError, build
 
+    if args.tries < 1:
+        raise CLIError(f"--tries must be at least 1, not {args.tries}")
     options = {}
     if args.core_mhz is not None:
         if args.top != "leaf":
             raise CLIError("--core-mhz is an option of the leaf top (the self-test runs at 125 MHz)")
         options["core_hz"] = args.core_mhz * 1e6
     try:
-        result = build(args.board, args.top, seed=args.seed, output=args.output, **options)
+        result = build(
+            args.board,
+            args.top,
+            seed=args.seed,
+            output=args.output,
+            tries=args.tries,
+            progress=lambda message: print(f"gse: {message}", file=sys.stderr, flush=True),
+            **options,
+        )
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     except BuildError as exc:
@@ -583,6 +593,13 @@ def build_parser():
     sp.add_argument("--board", required=True, metavar="NAME", help="colorlight-5a75b or ecpix5-85")
     sp.add_argument("--top", default="selftest", metavar="TOP", help="selftest (default) or leaf")
     sp.add_argument("--seed", type=int, default=1, help="nextpnr seed (default: 1)")
+    sp.add_argument(
+        "--tries",
+        type=int,
+        default=3,
+        metavar="N",
+        help="seeds to try, from --seed up, when nextpnr finds no legal placement (default: 3)",
+    )
     sp.add_argument(
         "--core-mhz",
         type=float,

@@ -213,8 +213,56 @@ def _router_option(top):
     return f" --router {router}" if router else ""
 
 
-def build(board_name, top_name="selftest", seed=1, output=None, timeout=None, **top_options):
+def _run_script(script, out, log, tim, timeout, device, append=False):
+    """Run the build script ``script`` in ``out`` under :func:`_watch`; its return code."""
+    with open(log, "a" if append else "w") as f:
+        proc = subprocess.Popen(
+            ["sh", script], cwd=out, stdout=f, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            _watch(proc, tim, timeout, device, log)
+        finally:
+            if proc.poll() is None:  # the whole script: the shell and the tool it runs
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    return proc.returncode
+
+
+#: nextpnr's HeAP placer gives up on a cell after ``max(10000, cells**2 / N)`` tries to
+#: find it a legal place. With its default N (8: 231 million tries per cell on the
+#: Colorlight leaf, about 85 % of the 25F's flip-flops in use) some seeds printed nothing
+#: for 6-10 minutes until stopped by hand; with this N such a seed failed in about 4
+#: minutes (924 028 tries, one flip-flop) and :func:`build` tries the next seed.
+PLACEMENT_TIMEOUT_DIVISOR = 2000
+
+#: What nextpnr's log says when its placer gave up on a cell.
+NO_PLACEMENT = "Unable to find legal placement"
+
+
+def _placement_failed(tim):
+    try:
+        return NO_PLACEMENT in Path(tim).read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def _place_again_script(script, seed):
+    """The build script without its Yosys step (the netlist is there) and with nextpnr's
+    ``--seed`` set to ``seed``."""
+    lines = [line for line in Path(script).read_text().splitlines() if not line.startswith('"$YOSYS"')]
+    text = "\n".join(lines) + "\n"
+    return re.sub(r"--seed \d+", f"--seed {int(seed)}", text)
+
+
+def build(
+    board_name, top_name="selftest", seed=1, output=None, timeout=None, tries=1, progress=None, **top_options
+):
     """Build ``top_name`` for ``board_name``; return a :class:`BuildResult`.
+
+    ``tries``: when nextpnr's placer finds no legal place for a cell (a nearly full
+    device, :data:`PLACEMENT_TIMEOUT_DIVISOR`), place and route the same netlist again
+    with the next seed, up to ``tries`` seeds in all; ``progress(message)`` is told of
+    each retry. ``timeout`` (seconds) applies to each try.
 
     ``KeyError``: unknown board or top (the message lists the choices).
     :class:`BuildError`: a tool is missing, a step failed or timed out (one line, with
@@ -234,7 +282,7 @@ def build(board_name, top_name="selftest", seed=1, output=None, timeout=None, **
         name=name,
         nextpnr_opts=(
             f"--seed {int(seed)}{_router_option(top)} --timing-allow-fail --report {name}.report.json"
-            " --detailed-timing-report"
+            f" --detailed-timing-report --placer-heap-cell-placement-timeout {PLACEMENT_TIMEOUT_DIVISOR}"
         ),
         add_preferences=top.lpf_preferences() if hasattr(top, "lpf_preferences") else "",
     )
@@ -243,19 +291,29 @@ def build(board_name, top_name="selftest", seed=1, output=None, timeout=None, **
     for stale in (f"{name}.bit", f"{name}.svf", f"{name}.report.json", f"{name}.tim"):
         (out / stale).unlink(missing_ok=True)
     log = out / "build.log"
-    with open(log, "w") as f:
-        proc = subprocess.Popen(
-            ["sh", f"{plan.script}.sh"], cwd=out, stdout=f, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            _watch(proc, out / f"{name}.tim", timeout, board.device, log)
-        finally:
-            if proc.poll() is None:  # the whole script: the shell and the tool it runs
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-    if proc.returncode:
-        where = out / f"{name}.tim" if (out / f"{name}.json").exists() else out / f"{name}.rpt"
+    tim = out / f"{name}.tim"
+    script = f"{plan.script}.sh"
+    seeds = [int(seed) + k for k in range(max(1, int(tries)))]
+    for k, try_seed in enumerate(seeds):
+        returncode = _run_script(script, out, log, tim, timeout, board.device, append=k > 0)
+        if not (returncode and _placement_failed(tim)) or k + 1 == len(seeds):
+            break
+        if progress:
+            progress(
+                f"nextpnr seed {try_seed} found no legal placement for a cell; trying seed {try_seed + 1}"
+            )
+        script = f"{plan.script}_place.sh"
+        (out / script).write_text(_place_again_script(out / f"{plan.script}.sh", try_seed + 1))
+    if returncode:
+        if _placement_failed(tim):
+            raise BuildError(
+                f"nextpnr found no legal placement on seed{'s' if len(seeds) > 1 else ''} "
+                f"{', '.join(map(str, seeds))} (a nearly full device): try more seeds with --seed and "
+                f"--tries (see {tim})"
+            )
+        where = tim if (out / f"{name}.json").exists() else out / f"{name}.rpt"
         raise BuildError(f"the build failed: {_last_error(log) or _last_error(where)} (see {log}, {where})")
+    seed = try_seed
     report_path = out / f"{name}.report.json"
     if not report_path.exists():
         raise BuildError(f"nextpnr wrote no report {report_path} (see {log})")

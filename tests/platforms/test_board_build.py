@@ -144,6 +144,70 @@ def test_cli_design_too_large(tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+# A nextpnr whose placer gives up on every seed but those in $GOOD_SEEDS; it records
+# each seed it was run with. On a good seed it writes a report and a config as nextpnr
+# does (figures made up: the test checks the retry, not them).
+RETRY_NEXTPNR = """#!/bin/sh
+while [ $# -gt 0 ]; do
+  case "$1" in --log) log="$2";; --seed) seed="$2";; --report) report="$2";; --textcfg) cfg="$2";; esac
+  shift
+done
+echo "$seed" >> "$SEEDS_FILE"
+case " $GOOD_SEEDS " in *" $seed "*)
+  printf 'Info: placed\\n' > "$log"
+  printf '{"fmax": {"clk": {"achieved": 140.0, "constraint": 125.0}}, "utilization": {' > "$report"
+  printf '"TRELLIS_COMB": {"used": 10, "available": 24288}, "TRELLIS_FF": {"used": 5, ' >> "$report"
+  printf '"available": 24288}, "DP16KD": {"used": 0, "available": 56}}}' >> "$report"
+  : > "$cfg"
+  exit 0;;
+esac
+echo "ERROR: Unable to find legal placement for cell 'x' of type 'TRELLIS_FF' after 10000 attempts" > "$log"
+exit 1
+"""
+
+FAKE_ECPPACK = """#!/bin/sh
+while [ $# -gt 0 ]; do case "$1" in --bit) : > "$2";; --svf) : > "$2";; esac; shift; done
+"""
+
+
+def _retry_env(tmp_path, good_seeds):
+    fake = {}
+    yosys = '#!/bin/sh\necho run >> "$YOSYS_RUNS"\n'
+    for var, body in (("YOSYS", yosys), ("NEXTPNR_ECP5", RETRY_NEXTPNR), ("ECPPACK", FAKE_ECPPACK)):
+        fake[var] = tmp_path / var.lower()
+        fake[var].write_text(body)
+        fake[var].chmod(0o755)
+    env = dict(os.environ, **{k: str(v) for k, v in fake.items()})
+    env.update(
+        SEEDS_FILE=str(tmp_path / "seeds"), YOSYS_RUNS=str(tmp_path / "yosys_runs"), GOOD_SEEDS=good_seeds
+    )
+    return env
+
+
+def test_cli_placement_retries_next_seed(tmp_path):
+    """The placer gives up on seeds 4 and 5 and places on 6: ``gse build --seed 4``
+    synthesises once, says so for each failed seed, and reports seed 6's build."""
+    env = _retry_env(tmp_path, "6")
+    proc = _gse("build", "--board", "colorlight-5a75b", "--seed", "4", "-o", str(tmp_path / "out"), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "seeds").read_text().split() == ["4", "5", "6"]
+    assert (tmp_path / "yosys_runs").read_text().split() == ["run"]
+    assert "seed 4 found no legal placement" in proc.stderr and "trying seed 6" in proc.stderr
+    assert "nextpnr seed 6" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_cli_placement_fails_on_every_seed(tmp_path):
+    """No seed places: after --tries seeds, one clear error line and exit 1."""
+    env = _retry_env(tmp_path, "")
+    proc = _gse("build", "--board", "colorlight-5a75b", "--tries", "2", "-o", str(tmp_path / "out"), env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert (tmp_path / "seeds").read_text().split() == ["1", "2"]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("gse: error")]
+    assert len(errors) == 1 and "no legal placement on seeds 1, 2" in errors[0], proc.stderr
+    bad = _gse("build", "--board", "colorlight-5a75b", "--tries", "0", "-o", str(tmp_path / "out2"))
+    assert bad.returncode == 2 and "--tries must be at least 1" in bad.stderr, bad.stderr
+
+
 def _run(dut, process, cycles):
     sim = Simulator(dut)
     sim.add_clock(1e-8)
