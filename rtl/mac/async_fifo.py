@@ -163,10 +163,20 @@ class RegisteredAsyncFIFO(AsyncFIFO):
             rd += b1.eq(Mux(v2, b2, word))
         with m.If(pop | ~v2):
             rd += b2.eq(word)
-        with m.If(pop & ~pending):
-            rd += [v0.eq(v1), v1.eq(v2), v2.eq(0)]
-        with m.Elif(~pop & pending):
-            rd += [v0.eq(1), v1.eq(v0), v2.eq(v1)]
+        # The valid bits shift out on a pop without an arrival, in on an arrival without
+        # a pop. Written as AND-OR, not as assignments of constants under conditions:
+        # Yosys turns "v2 <= 0 when ..." into a synchronous reset of v2 alone, a control
+        # set of one flip-flop that nextpnr's placer could not legalise on the
+        # Colorlight leaf (every seed that failed, failed on a `v2`).
+        out_ = Signal()
+        in_ = Signal()
+        hold = Signal()
+        m.d.comb += [out_.eq(pop & ~pending), in_.eq(~pop & pending), hold.eq(~(out_ | in_))]
+        rd += [
+            v0.eq((out_ & v1) | in_ | (hold & v0)),
+            v1.eq((out_ & v2) | (in_ & v0) | (hold & v1)),
+            v2.eq((in_ & v1) | (hold & v2)),
+        ]
 
         # r_level, registered twice: memory words seen, plus the word in flight.
         rd += wptr_r.eq(_binary(wgray_r))

@@ -44,7 +44,9 @@ class BytePacker(wiring.Component):
         n = self._width // 8
         acc = Signal(self._width)
         index = Signal(range(n))
-        d += self.o_valid.eq(0)
+        # o_valid as one expression (not "0, or 1 when ..."), so that Yosys gives it no
+        # synchronous reset of its own: a one-flip-flop control set (see async_fifo.py).
+        d += self.o_valid.eq(self.i_valid & (self.i.last | (index == n - 1)))
         with m.If(self.i_valid):
             word = Signal(self._width)
             m.d.comb += word.eq(acc)
@@ -53,7 +55,6 @@ class BytePacker(wiring.Component):
                     m.d.comb += word[8 * k : 8 * (k + 1)].eq(self.i.data)
             with m.If(self.i.last | (index == n - 1)):
                 d += [
-                    self.o_valid.eq(1),
                     self.o.data.eq(word),
                     self.o.count.eq(index),
                     self.o.last.eq(self.i.last),

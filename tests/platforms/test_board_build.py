@@ -373,6 +373,29 @@ def test_ecpix5_selftest_reset_on_gsr(ecpix5_selftest):
     assert all(c["parameters"]["GSR"] == "ENABLED" for c, lsr in zip(ffs, has_lsr) if not lsr)
 
 
+def single_lsr_flip_flops(netlist):
+    """Names of the flip-flops of a Yosys ECP5 netlist whose LSR net drives no other
+    flip-flop: each is a control set of its own, which needs a slice of its own."""
+    users, ffs = {}, []
+    for module in netlist["modules"].values():
+        for name, cell in module["cells"].items():
+            if cell["type"] != "TRELLIS_FF" or cell["parameters"].get("LSRMUX") != "LSR":
+                continue
+            net = tuple(cell["connections"].get("LSR", []))
+            if net and net != ("0",):
+                users[net] = users.get(net, 0) + 1
+                ffs.append((name, net))
+    return [name for name, net in ffs if users[net] == 1]
+
+
+def test_ecpix5_selftest_no_single_lsr_flip_flop(ecpix5_selftest):
+    """No flip-flop has a synchronous reset of its own (Yosys makes one from "r <= 0 when
+    ..."): on the Colorlight leaf each was a one-flip-flop control set, and every seed
+    whose placement failed failed on one (the MAC's FIFO valid bits, docs/boards.md)."""
+    netlist = json.loads((ecpix5_selftest.output / "selftest.json").read_text())
+    assert single_lsr_flip_flops(netlist) == []
+
+
 @pytest.fixture(scope="module")
 def colorlight_selftest(tmp_path_factory):
     return build("colorlight-5a75b", "selftest", seed=1, output=tmp_path_factory.mktemp("cl") / "build")

@@ -180,8 +180,10 @@ class IngressStore(wiring.Component):
             dmem.w_data.eq(Cat(length, self.info)),
         ]
         with m.If(s.valid):
-            with m.If(s.payload.last):
-                m.d.sync += dropping.eq(0)
+            # one expression (not "0 on a last beat, 1 when ..."): Yosys would make a
+            # synchronous reset of this flip-flop alone, a control set of one flip-flop
+            # (hard to place on a nearly full ECP5, docs/boards.md)
+            m.d.sync += dropping.eq(~s.payload.last & (dropping | overflow | too_long))
             with m.If(dropping):
                 with m.If(s.payload.last):
                     m.d.sync += wr.eq(cw)
@@ -192,8 +194,6 @@ class IngressStore(wiring.Component):
                     m.d.sync += inc["drop_overflow"].eq(1)
                 with m.If(s.payload.last):
                     m.d.sync += wr.eq(cw)
-                with m.Else():
-                    m.d.sync += dropping.eq(1)
             with m.Else():
                 m.d.comb += mem.w_en.eq(1)
                 with m.If(s.payload.last & s.payload.user[0]):
