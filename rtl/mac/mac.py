@@ -77,8 +77,9 @@ def _power_of_two(name, value, low, high):
 
 
 class RGMIIMac(wiring.Component):
-    """RGMII MAC. Parameters: ``data_width`` (8..64, core side), ``rx_fifo_bytes`` and
-    ``tx_fifo_bytes`` (crossing FIFO sizes, powers of two), ``txc_shift`` (drive
+    """RGMII MAC. Parameters: ``data_width`` (8..64, core side), ``rx_fifo_bytes`` (the
+    receive crossing FIFO) and ``tx_fifo_bytes`` (the transmit store; powers of two),
+    ``txc_shift`` (drive
     ``rgmii_txc`` from ``tx90_clk``), ``pins`` (an ``eth_rgmii`` resource, or ``None``
     for the behavioural DDR model)."""
 

@@ -48,50 +48,60 @@ class TxFrameStore(wiring.Component):
         aw = (self.depth - 1).bit_length()
         m.submodules.mem = mem = SRAM(layout.size, self.depth, read_en=True)
 
+        # The read side decides from registers only: nothing read from the SRAM (a block
+        # RAM's 5.8 ns clock-to-output on the ECP5 -6 grade) feeds back into the next
+        # read. `credit` counts the words of complete frames not yet read: the words of
+        # a frame join it when its last word is written, so a frame's first word is read
+        # only then, and a frame ends exactly where the credit runs out. A frame longer
+        # than the store cannot complete in it: when the store is full and no credit is
+        # left (the head frame is incomplete), `cut` lets its words out as they come,
+        # and once its last word is written the credit is the words of it still unread.
         produce = Signal(aw)
         consume = Signal(aw)
         level = Signal(aw + 1)  # words in the SRAM (not counting its read register)
-        frames = Signal(range(self.depth + 1))  # last words written, not yet seen read
-        start = Signal(init=1)  # the next word read is a frame's first
+        nonempty = Signal()  # level != 0, registered
+        wcount = Signal(aw + 1)  # words of the frame being written so far (< depth + 1)
+        credit = Signal(range(self.depth + 2))
+        has_credit = Signal()  # credit != 0, registered
+        cut = Signal()  # the head frame is longer than the store and goes out cut-through
         full = level[aw]  # level == depth
         write = Signal()
         read = Signal()
+        out_valid = Signal()
+        last_in = self.i.payload.last
         m.d.comb += [
             write.eq(self.i.valid & ~full),
             self.i.ready.eq(~full),
             mem.w_en.eq(write),
             mem.w_addr.eq(produce),
             mem.w_data.eq(self.i.payload.as_value()),
-        ]
-
-        # The word read in the last clock is in the SRAM's read register now: only then
-        # is its `last` known, so the gate below takes it into account at once (a frame
-        # ends, the next one may not have arrived whole).
-        out_valid = Signal()
-        prev_read = Signal()
-        out = Signal(layout)
-        m.d.comb += out.eq(mem.r0_data)
-        ended = Signal()
-        m.d.comb += ended.eq(prev_read & out.last)
-        at_start = Mux(prev_read, out.last, start)
-        complete = Mux(ended, frames >= 2, frames != 0)  # a whole frame waits
-        release = ~at_start | complete | full
-        m.d.comb += [
-            read.eq((level != 0) & release & (~out_valid | self.o.ready)),
+            read.eq(nonempty & (has_credit | cut) & (~out_valid | self.o.ready)),
             mem.r0_en.eq(read),
             mem.r0_addr.eq(consume),
             self.o.valid.eq(out_valid),
-            self.o.payload.eq(out),
+            self.o.payload.eq(mem.r0_data),
         ]
+        level_next = Signal.like(level)
+        credit_next = Signal.like(credit)
+        m.d.comb += level_next.eq(level + write - read)
+        with m.If(cut):
+            # no credit while cutting through; the long frame's unread words once whole
+            m.d.comb += credit_next.eq(Mux(write & last_in, level_next, 0))
+        with m.Else():
+            m.d.comb += credit_next.eq(credit + Mux(write & last_in, wcount + 1, 0) - read)
         m.d.sync += [
-            prev_read.eq(read),
-            start.eq(at_start),
+            level.eq(level_next),
+            nonempty.eq(level_next != 0),
+            credit.eq(credit_next),
+            has_credit.eq(credit_next != 0),
             out_valid.eq(read | (out_valid & ~self.o.ready)),
-            level.eq(level + write - read),
-            frames.eq(frames + (write & self.i.payload.last) - ended),
         ]
         with m.If(write):
-            m.d.sync += produce.eq(produce + 1)
+            m.d.sync += [produce.eq(produce + 1), wcount.eq(Mux(last_in, 0, wcount + 1))]
         with m.If(read):
             m.d.sync += consume.eq(consume + 1)
+        with m.If(cut & write & last_in):
+            m.d.sync += cut.eq(0)
+        with m.Elif(full & ~has_credit):
+            m.d.sync += cut.eq(1)
         return m

@@ -14,10 +14,12 @@ WIDTH = 32
 
 
 def _frames(rng, n, depth):
-    """``n`` frames of 1..depth + 8 words (some longer than the store), words numbered."""
+    """``n`` frames of 1..4 x depth words (some longer than the store), words numbered."""
     frames, k = [], 0
     for _ in range(n):
-        length = rng.choice([1, 2, 3, rng.randint(1, depth), rng.randint(depth, depth + 8)])
+        length = rng.choice(
+            [1, 2, 3, rng.randint(1, depth), rng.randint(1, depth), rng.randint(depth, 4 * depth)]
+        )
         frames.append(list(range(k, k + length)))
         k += length
     return frames
@@ -64,7 +66,9 @@ def _run(depth, frames, p_in, p_out, seed, limit):
     return words, last_in, out, valid_trace
 
 
-@pytest.mark.parametrize("depth,p_in,p_out,seed", [(16, 0.8, 0.7, 1), (32, 1.0, 1.0, 2), (8, 0.5, 0.9, 3)])
+@pytest.mark.parametrize(
+    "depth,p_in,p_out,seed", [(16, 0.8, 0.7, 1), (32, 1.0, 1.0, 2), (8, 0.5, 0.9, 3), (4, 0.9, 0.3, 4)]
+)
 def test_store_and_forward_against_model(depth, p_in, p_out, seed):
     frames = _frames(random.Random(seed), 60, depth)
     words, last_in, out, trace = _run(depth, frames, p_in, p_out, seed, limit=40_000)
