@@ -27,7 +27,7 @@ class TxFrameStore(wiring.Component):
       one another as fast as ``o`` takes them and ``i`` has brought them.
 
     Timing: a frame's first word is on ``o`` two clocks after its last word was taken on
-    ``i`` (one for the frame count, one for the SRAM's read). The memory is an
+    ``i`` (one for the credit, one for the SRAM's read). The memory is an
     :class:`~opengse.rtl.lib.sram.SRAM` with a read enable (a block RAM on the ECP5, a
     ``gse_sram_1r1w_<depth>x<width>_en`` module in the export, reset-less); the
     pointers and counts reset with ``sync``. Capacity: ``depth`` words in the SRAM and
