@@ -334,7 +334,11 @@ def test_leaf_register_map_file(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["leaf.map.json"]
 
 
-@pytest.fixture(scope="module")
+# Session scope: the regression runs its longest tests first (tests/conftest.py), so
+# this module's tests are not contiguous and a module fixture was built again for each
+# (three builds of about a minute each in one CI run); a session fixture is built at
+# most once per xdist worker.
+@pytest.fixture(scope="session")
 def ecpix5_selftest(tmp_path_factory):
     return build("ecpix5-85", "selftest", seed=1, output=tmp_path_factory.mktemp("ecpix5") / "build")
 
@@ -396,7 +400,7 @@ def test_ecpix5_selftest_no_single_lsr_flip_flop(ecpix5_selftest):
     assert single_lsr_flip_flops(netlist) == []
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def colorlight_selftest(tmp_path_factory):
     return build("colorlight-5a75b", "selftest", seed=1, output=tmp_path_factory.mktemp("cl") / "build")
 
