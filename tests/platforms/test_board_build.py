@@ -124,17 +124,24 @@ sleep 300
 """
 
 
+def _stand_in_tools(tmp_path, **scripts):
+    """The environment of a `gse build` whose tools (``YOSYS=...`` etc.) are the given
+    shell scripts, written into ``tmp_path``."""
+    env = dict(os.environ)
+    for var, body in scripts.items():
+        path = tmp_path / var.lower()
+        path.write_text(body)
+        path.chmod(0o755)
+        env[var] = str(path)
+    return env
+
+
 def test_cli_design_too_large(tmp_path):
     """A design larger than the device: nextpnr (here a stand-in that reports the
     Colorlight leaf's packed figures and then keeps "placing") would run until stopped;
     ``gse build`` stops it at the utilisation table, names the rows above 100 % and
     exits 1 within seconds."""
-    fake = {}
-    for var, body in (("YOSYS", "#!/bin/sh\nexit 0\n"), ("NEXTPNR_ECP5", FAKE_NEXTPNR)):
-        fake[var] = tmp_path / var.lower()
-        fake[var].write_text(body)
-        fake[var].chmod(0o755)
-    env = dict(os.environ, **{k: str(v) for k, v in fake.items()})
+    env = _stand_in_tools(tmp_path, YOSYS="#!/bin/sh\nexit 0\n", NEXTPNR_ECP5=FAKE_NEXTPNR)
     out = tmp_path / "out"
     proc = _gse("build", "--board", "colorlight-5a75b", "-o", str(out), env=env)
     assert proc.returncode == 1, proc.stderr
@@ -171,13 +178,8 @@ while [ $# -gt 0 ]; do case "$1" in --bit) : > "$2";; --svf) : > "$2";; esac; sh
 
 
 def _retry_env(tmp_path, good_seeds):
-    fake = {}
     yosys = '#!/bin/sh\necho run >> "$YOSYS_RUNS"\n'
-    for var, body in (("YOSYS", yosys), ("NEXTPNR_ECP5", RETRY_NEXTPNR), ("ECPPACK", FAKE_ECPPACK)):
-        fake[var] = tmp_path / var.lower()
-        fake[var].write_text(body)
-        fake[var].chmod(0o755)
-    env = dict(os.environ, **{k: str(v) for k, v in fake.items()})
+    env = _stand_in_tools(tmp_path, YOSYS=yosys, NEXTPNR_ECP5=RETRY_NEXTPNR, ECPPACK=FAKE_ECPPACK)
     env.update(
         SEEDS_FILE=str(tmp_path / "seeds"), YOSYS_RUNS=str(tmp_path / "yosys_runs"), GOOD_SEEDS=good_seeds
     )
